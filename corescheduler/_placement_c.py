@@ -1,0 +1,1 @@
+_placement_py.py

@@ -1,0 +1,50 @@
+"""sacct's view: finished jobs from the store, active ones from memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plurm.corescheduler import model, protocol
+from plurm.corescheduler.state import ClusterState, _parse_task_ids
+
+
+def _matches(job: model.Job, msg: protocol.AcctQuery, wanted: list[tuple[int, set[int] | None]]) -> bool:
+    if wanted:
+        hit = False
+        for job_id, tasks in wanted:
+            if tasks is None and (job.job_id == job_id or job.array_job_id == job_id):
+                hit = True
+            elif tasks is not None and job.array_job_id == job_id and job.array_task_id in tasks:
+                hit = True
+        if not hit:
+            return False
+    if msg.users and job.spec.user not in msg.users and str(job.spec.user_id) not in msg.users:
+        return False
+    if msg.states and job.state not in msg.states:
+        return False
+    if not wanted:
+        # -S/-E select jobs that were eligible or running within the window.
+        if msg.start_time is not None and job.end_time is not None and job.end_time < msg.start_time:
+            return False
+        if msg.end_time is not None and job.submit_time > msg.end_time:
+            return False
+    return True
+
+
+def query(state: ClusterState, msg: protocol.AcctQuery) -> dict[str, Any]:
+    wanted: list[tuple[int, set[int] | None]] = []
+    for spec in msg.job_ids:
+        base, sep, tasks = spec.partition(".")[0].partition("_")
+        wanted.append((int(base), _parse_task_ids(tasks) if sep else None))
+    jobs: dict[int, model.Job] = {}
+    for job in state.store.acct_jobs():
+        if _matches(job, msg, wanted):
+            jobs[job.job_id] = job
+    for job in state.jobs.values():
+        if job.job_id not in jobs and _matches(job, msg, wanted):
+            jobs[job.job_id] = job
+    steps = state.store.acct_steps(list(jobs))
+    live = {(s.job_id, s.step_id): s for s in state.steps.values()}
+    steps = [live.get((s.job_id, s.step_id), s) for s in steps]
+    return {"jobs": sorted(jobs.values(), key=lambda j: j.job_id), "steps": steps,
+            "cluster": state.cluster_name}

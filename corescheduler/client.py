@@ -1,0 +1,178 @@
+"""How a user command finds the controller and asks it one thing.
+
+Kept light on purpose (stdlib only, no lark, no msgspec, no zmq): it sits on
+the start-up path of sbatch, squeue, scancel and the rest.  The slurm.conf
+is scanned for the few keys a client needs instead of being parsed by the
+daemons' grammar; the daemons validate the whole file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from plurm.corescheduler import wire
+from plurm.corescheduler.zmtp import DealerConnection
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+def default_cluster_dir() -> str:
+    """Where `plurm cluster up` puts the embedded local cluster by default."""
+    base = os.environ.get("PLURM_HOME") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state"),
+        "plurm",
+    )
+    return os.path.join(base, "cluster")
+
+
+def conf_path() -> str:
+    """SLURM_CONF as Slurm's commands read it, else the local cluster's."""
+    return os.environ.get("SLURM_CONF") or os.path.join(default_cluster_dir(), "slurm.conf")
+
+
+class ClientError(Exception):
+    """The controller refused, or could not be reached."""
+
+    def __init__(self, message: str, code: str = "Error", detail: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.detail = detail  # a line some commands print before the message
+
+
+class ClientSettings:
+    __slots__ = ("conf", "host", "port", "key_path", "cluster_name")
+
+    def __init__(self, conf: str, host: str, port: int, key_path: str, cluster_name: str) -> None:
+        self.conf = conf
+        self.host = host
+        self.port = port
+        self.key_path = key_path
+        self.cluster_name = cluster_name
+
+
+def key_path_for(conf: str) -> str:
+    """The cluster key lives beside slurm.conf, as auth/slurm's slurm.key does."""
+    return os.environ.get("PLURM_AUTH_KEY_FILE") or os.path.join(os.path.dirname(os.path.abspath(conf)), "slurm.key")
+
+
+def read_settings(path: str | None = None) -> ClientSettings:
+    path = path or conf_path()
+    host, port, cluster = "localhost", 6817, "cluster"
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise ClientError(f"Could not open configuration file {path}: {exc.strerror}", "ConfigError") from None
+    seen_host = False
+    for line in text.replace("\\\n", " ").splitlines():
+        line = line.split("#", 1)[0]
+        for token in line.split():
+            key, sep, value = token.partition("=")
+            if not sep:
+                continue
+            lowered = key.lower()
+            if lowered in ("slurmctldhost", "controlmachine") and not seen_host:
+                seen_host = True
+                name, _, addr = value.partition("(")
+                host = addr.rstrip(")") or name
+            elif lowered == "controladdr":
+                host = value
+            elif lowered == "slurmctldport":
+                port = int(value.split("-", 1)[0])
+            elif lowered == "clustername":
+                cluster = value
+    return ClientSettings(path, host, port, key_path_for(path), cluster)
+
+
+class Connection:
+    """A signed request/reply session with the controller (or a plurmd)."""
+
+    def __init__(self, settings: ClientSettings | None = None, host: str | None = None, port: int | None = None,
+                 timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        self.settings = settings or read_settings()
+        try:
+            self.key = wire.load_key(self.settings.key_path)
+        except OSError as exc:
+            raise ClientError(f"Unable to read authentication key {self.settings.key_path}: {exc.strerror}",
+                              "AuthenticationError") from None
+        self.host = host or self.settings.host
+        self.port = port or self.settings.port
+        self.timeout = timeout
+        self._conn: DealerConnection | None = None
+
+    def _connect(self) -> DealerConnection:
+        if self._conn is None:
+            if os.environ.get("PLURM_CLIENT_TRANSPORT") == "pyzmq":
+                self._conn = _PyzmqConnection(self.host, self.port, self.timeout)  # type: ignore[assignment]
+            else:
+                try:
+                    self._conn = DealerConnection(self.host, self.port, self.timeout)
+                except OSError as exc:
+                    raise ClientError(
+                        f"Unable to contact slurm controller (connect failure): {exc.strerror or exc}",
+                        "ConnectError") from None
+        return self._conn
+
+    def request_raw(self, msg_type: str, body: dict) -> tuple[dict, bytes]:
+        conn = self._connect()
+        try:
+            conn.send([b""] + wire.seal(self.key, msg_type, body))
+            frames = conn.recv()
+        except (OSError, TimeoutError) as exc:
+            self.close()
+            raise ClientError(f"Socket timed out on send/recv operation: {exc}", "Timeout") from None
+        if frames and frames[0] == b"":
+            frames = frames[1:]
+        try:
+            header, payload = wire.open_envelope(self.key, frames)
+        except wire.WireError as exc:
+            raise ClientError(f"bad reply from controller: {exc}", exc.code) from None
+        if header["type"] == "error":
+            err = json.loads(payload)
+            raise ClientError(err.get("message", "error"), err.get("code", "Error"), err.get("detail"))
+        return header, payload
+
+    def request(self, msg_type: str, body: dict) -> dict:
+        return json.loads(self.request_raw(msg_type, body)[1])
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+class _PyzmqConnection:
+    """The same client over pyzmq, for comparison and debugging."""
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        import zmq
+
+        self._ctx = zmq.Context.instance()
+        self._sock = self._ctx.socket(zmq.DEALER)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        self._sock.setsockopt(zmq.RCVTIMEO, int(timeout * 1000))
+        self._sock.connect(f"tcp://{host}:{port}")
+
+    def send(self, frames: list[bytes]) -> None:
+        self._sock.send_multipart(frames)
+
+    def recv(self) -> list[bytes]:
+        import zmq
+
+        try:
+            return self._sock.recv_multipart()
+        except zmq.Again:
+            raise TimeoutError("no reply") from None
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+def request(msg_type: str, body: dict, settings: ClientSettings | None = None) -> dict:
+    """One request to the controller, one reply."""
+    conn = Connection(settings)
+    try:
+        return conn.request(msg_type, body)
+    finally:
+        conn.close()

@@ -1,0 +1,228 @@
+"""The controller's records: jobs, nodes, partitions, accounting rows.
+
+They are msgspec Structs so that one definition serves three purposes: the
+controller's in-memory state, the rows of the state store (JSON blobs) and
+what the commands receive over the wire (squeue, scontrol and sacct read
+the same field names as plain dicts, without importing msgspec).
+
+New fields always get defaults, so that a store written by an older plurm
+still loads (msgspec fills the defaults of missing fields).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+# Job states as Slurm names them (squeue -l / scontrol show job / sacct).
+PENDING = "PENDING"
+RUNNING = "RUNNING"
+SUSPENDED = "SUSPENDED"
+COMPLETED = "COMPLETED"
+CANCELLED = "CANCELLED"
+FAILED = "FAILED"
+TIMEOUT = "TIMEOUT"
+NODE_FAIL = "NODE_FAIL"
+PREEMPTED = "PREEMPTED"
+OUT_OF_MEMORY = "OUT_OF_MEMORY"
+BOOT_FAIL = "BOOT_FAIL"
+DEADLINE = "DEADLINE"
+
+FINISHED_STATES = frozenset(
+    {COMPLETED, CANCELLED, FAILED, TIMEOUT, NODE_FAIL, PREEMPTED, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE}
+)
+ACTIVE_STATES = frozenset({PENDING, RUNNING, SUSPENDED})
+
+# squeue's compact state codes (%t).
+STATE_CODES = {
+    PENDING: "PD",
+    RUNNING: "R",
+    SUSPENDED: "S",
+    COMPLETED: "CD",
+    CANCELLED: "CA",
+    FAILED: "F",
+    TIMEOUT: "TO",
+    NODE_FAIL: "NF",
+    PREEMPTED: "PR",
+    OUT_OF_MEMORY: "OOM",
+    BOOT_FAIL: "BF",
+    DEADLINE: "DL",
+    "COMPLETING": "CG",
+}
+
+
+class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What a submission asks for: sbatch/srun/salloc options, resolved.
+
+    Sizes are in Slurm's units: memory in MB, time limits in minutes
+    (None = not given: the partition's DefaultTime/MaxTime applies).
+    """
+
+    name: str = "sbatch"
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    nodes_min: int = 1
+    nodes_max: int | None = None
+    ntasks: int | None = None
+    ntasks_per_node: int | None = None
+    cpus_per_task: int | None = None  # None: not given (1 CPU per task)
+    mem_per_node: int | None = None  # --mem
+    mem_per_cpu: int | None = None  # --mem-per-cpu
+    time_limit: int | None = None  # minutes; None = partition default
+    time_unlimited: bool = False  # --time=UNLIMITED / INFINITE / 0
+    exclusive: bool = False
+    req_nodes: list[str] = []  # -w, expanded
+    exc_nodes: list[str] = []  # -x, expanded
+    hold: bool = False
+    nice: int = 0
+    begin_time: float | None = None
+    dependency: str | None = None
+    requeue: bool = True
+    work_dir: str = "/"
+    command: str | None = None  # the script path, or None (--wrap, stdin)
+    script: str | None = None  # batch script text; None for srun/salloc allocations
+    script_args: list[str] = []
+    stdout: str | None = None  # pattern (%j, %x, ...); None = slurm-%j.out
+    stderr: str | None = None
+    stdin: str | None = None
+    open_mode: str | None = None  # "append" | "truncate"
+    environment: dict[str, str] = {}
+    array_spec: str | None = None  # the --array value as given
+    array_indices: list[int] = []
+    array_max_running: int | None = None
+    gres: str | None = None  # raw --gres / --gpus form, kept for display
+    comment: str | None = None
+    batch: bool = True  # False: an allocation for srun/salloc
+    submit_host: str = "localhost"
+    user_id: int = 0
+    group_id: int = 0
+    user: str = "root"
+    group: str = "root"
+    other_options: dict[str, str] = {}  # accepted, not acted on: shown by scontrol
+
+
+class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A job (or one task of an array) as the controller keeps it."""
+
+    job_id: int
+    spec: JobSpec
+    state: str = PENDING
+    reason: str = "None"
+    priority: int = 0
+    partition: str = ""
+    array_job_id: int | None = None  # set for every task of an array, including the first
+    array_task_id: int | None = None
+    # For the not-yet-split remainder of an array (one record, like Slurm's
+    # meta record): the task ids still pending.
+    array_pending: list[int] = []
+    time_limit: int | None = None  # effective, minutes; None = UNLIMITED
+    submit_time: float = 0.0
+    eligible_time: float | None = None
+    start_time: float | None = None
+    end_time: float | None = None
+    nodes: list[str] = []
+    cpus: list[int] = []  # per allocated node, aligned with nodes
+    mem: list[int] = []  # MB per allocated node
+    tasks: list[int] = []  # tasks per allocated node
+    completing: bool = False  # finished, resources not yet released by plurmd
+    exit_code: int = 0
+    exit_signal: int = 0
+    derived_exit_code: int = 0
+    restarts: int = 0
+    next_step_id: int = 0
+    held_by: str | None = None  # "user" | "admin"
+    last_sched_eval: float | None = None
+    cancel_state: str | None = None  # the state to record when plurmd reports the end
+
+
+class StepRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A job step for accounting (batch step and srun steps)."""
+
+    job_id: int
+    step_id: str  # "batch", "0", "1", ...
+    name: str
+    nodes: list[str] = []
+    ntasks: int = 1
+    cpus: int = 1
+    state: str = RUNNING
+    start_time: float = 0.0
+    end_time: float | None = None
+    exit_code: int = 0
+    exit_signal: int = 0
+
+
+class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A compute node: configured size, allocation, and liveness."""
+
+    name: str
+    addr: str = "127.0.0.1"
+    hostname: str = "localhost"
+    port: int = 0
+    cpus: int = 1
+    sockets: int = 1
+    cores_per_socket: int = 1
+    threads_per_core: int = 1
+    boards: int = 1
+    real_memory: int = 1
+    tmp_disk: int = 0
+    weight: int = 1
+    features: list[str] = []
+    gres: list[str] = []
+    partitions: list[str] = []
+    # Liveness: UNKNOWN until plurmd registers, then IDLE/MIXED/ALLOCATED
+    # derived from allocations; DOWN when it stops answering.
+    responding: bool = False
+    down: bool = False
+    drain: bool = False
+    reason: str | None = None
+    reason_time: float | None = None
+    reason_user: str | None = None
+    alloc_cpus: int = 0
+    alloc_mem: int = 0
+    boot_time: float | None = None
+    slurmd_start_time: float | None = None
+    last_busy_time: float | None = None
+    cpu_load: float | None = None
+    free_mem: int | None = None
+    os: str = ""
+    arch: str = ""
+    version: str = ""
+
+    @property
+    def state(self) -> str:
+        """Slurm's base state word, with the flags scontrol appends."""
+        if not self.responding and self.boot_time is None:
+            base = "UNKNOWN"
+        elif self.down or not self.responding:
+            base = "DOWN"
+        elif self.alloc_cpus == 0:
+            base = "IDLE"
+        elif self.alloc_cpus >= self.cpus:
+            base = "ALLOCATED"
+        else:
+            base = "MIXED"
+        if self.drain:
+            base += "+DRAIN"
+        if not self.responding and self.boot_time is not None:
+            base += "*"
+        return base
+
+
+class Partition(msgspec.Struct, kw_only=True, omit_defaults=True):
+    name: str
+    nodes: list[str] = []
+    default: bool = False
+    max_time: int | None = None  # minutes; None = UNLIMITED
+    default_time: int | None = None
+    state: str = "UP"
+    max_nodes: int | None = None
+    min_nodes: int = 0
+    priority_tier: int = 1
+    priority_job_factor: int = 1
+    oversubscribe: str = "NO"
+    def_mem_per_cpu: int | None = None
+    max_mem_per_cpu: int | None = None
+    hidden: bool = False
+    allow_accounts: list[str] | None = None
+    allow_groups: list[str] | None = None
+    allow_qos: list[str] | None = None

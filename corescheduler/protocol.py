@@ -1,0 +1,255 @@
+"""Typed schemas of every plurm message body (see docs/protocol.md).
+
+The envelope (tag, header, signature) is wire.py's; this module gives each
+message type one Struct and one strict decoder.  A body that does not match
+its schema is rejected with a typed error reply; a type that is not in
+MESSAGE_TYPES gets an "unknown message type" error.  New fields always get
+defaults so that older peers keep working within one protocol version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from plurm.corescheduler.model import JobSpec
+
+
+class Msg(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
+    """Base of every message body."""
+
+
+# ----------------------------------------------------------------- commands -> controller
+
+class SubmitJob(Msg):
+    spec: JobSpec
+    test_only: bool = False
+
+
+class JobInfoRequest(Msg):
+    job_ids: list[str] = []  # "12", "12_3", "12_[1-3]"
+    states: list[str] = []  # empty: the active ones (squeue's default)
+    users: list[str] = []
+    partitions: list[str] = []
+    names: list[str] = []
+    all_states: bool = False  # squeue -t all / scontrol show job (recently finished jobs too)
+    expand_arrays: bool = False
+
+
+class NodeInfoRequest(Msg):
+    nodes: list[str] = []
+    partitions: list[str] = []
+
+
+class CancelJob(Msg):
+    job_ids: list[str] = []
+    user: str | None = None
+    names: list[str] = []
+    states: list[str] = []
+    partitions: list[str] = []
+    signal: int | None = None  # None: cancel; else deliver this signal
+    batch_only: bool = False
+    full: bool = False
+
+
+class UpdateJob(Msg):
+    job_ids: list[str]
+    fields: dict[str, str] = {}  # scontrol update Key=Value, plus hold/release as HOLD=user|admin|release
+
+
+class UpdateNode(Msg):
+    nodes: list[str]
+    state: str | None = None  # DRAIN, RESUME, DOWN, IDLE, UNDRAIN
+    reason: str | None = None
+
+
+class StepCreate(Msg):
+    job_id: int
+    name: str = ""
+    ntasks: int | None = None
+    nodes_min: int | None = None
+    cpus_per_task: int | None = None
+    nodelist: list[str] = []
+
+
+class StepComplete(Msg):
+    job_id: int
+    step_id: int
+    exit_code: int = 0
+    exit_signal: int = 0
+
+
+class JobComplete(Msg):
+    """srun/salloc: the allocation they hold has ended with this status."""
+
+    job_id: int
+    exit_code: int = 0
+    exit_signal: int = 0
+
+
+class AcctQuery(Msg):
+    job_ids: list[str] = []
+    users: list[str] = []  # empty: every user (sacct -a) or the caller, decided by the command
+    states: list[str] = []
+    start_time: float | None = None
+    end_time: float | None = None
+
+
+class ConfigRequest(Msg):
+    pass
+
+
+class Ping(Msg):
+    pass
+
+
+# ----------------------------------------------------------------- plurmd <-> controller
+
+class NodeRegister(Msg):
+    node: str
+    cpus: int
+    real_memory: int
+    boot_time: float
+    slurmd_start_time: float
+    running_jobs: list[int] = []
+    os: str = ""
+    arch: str = ""
+    version: str = ""
+    cpu_load: float | None = None
+    free_mem: int | None = None
+
+
+class NodePing(Msg):
+    node: str
+    running_jobs: list[int] = []
+    cpu_load: float | None = None
+    free_mem: int | None = None
+
+
+class JobEnded(Msg):
+    """plurmd: the batch script of a job has ended (resent until acknowledged)."""
+
+    node: str
+    job_id: int
+    exit_code: int = 0
+    exit_signal: int = 0
+    end_time: float = 0.0
+    timed_out: bool = False
+
+
+class LaunchJob(Msg):
+    """Controller -> plurmd: run a batch job's script."""
+
+    job_id: int
+    job: dict[str, Any]  # the Job record as plain data (names, allocation, limits)
+    script: str
+    args: list[str] = []
+    environment: dict[str, str] = {}
+    work_dir: str = "/"
+    stdout: str = ""
+    stderr: str = ""
+    stdin: str = "/dev/null"
+    open_mode: str = "truncate"
+    uid: int = 0
+    gid: int = 0
+
+
+class TerminateJob(Msg):
+    """Controller -> plurmd: end a job (cancel, time limit): SIGTERM, then SIGKILL after kill_wait."""
+
+    job_id: int
+    kill_wait: float = 30.0
+    signal: int = 15
+    batch_host: str = ""  # the node that must report the batch script's end
+
+
+class SignalJob(Msg):
+    job_id: int
+    signal: int
+    batch_only: bool = False
+
+
+class JobEndedAck(Msg):
+    job_id: int
+
+
+class PleaseRegister(Msg):
+    pass
+
+
+# ----------------------------------------------------------------- srun <-> plurmd
+
+class LaunchTasks(Msg):
+    job_id: int
+    step_id: int
+    node_id: int
+    task_ids: list[int]  # global ranks placed on this node
+    ntasks: int
+    nodelist: list[str]
+    tasks_per_node: list[int]
+    argv: list[str]
+    environment: dict[str, str] = {}
+    work_dir: str = "/"
+    io_host: str = "127.0.0.1"
+    io_port: int = 0
+    uid: int = 0
+    gid: int = 0
+
+
+class SignalTasks(Msg):
+    job_id: int
+    step_id: int
+    signal: int
+
+
+# Every request type a daemon accepts, by wire name.
+MESSAGE_TYPES: dict[str, type[Msg]] = {
+    "submit_job": SubmitJob,
+    "job_info": JobInfoRequest,
+    "node_info": NodeInfoRequest,
+    "cancel_job": CancelJob,
+    "update_job": UpdateJob,
+    "update_node": UpdateNode,
+    "step_create": StepCreate,
+    "step_complete": StepComplete,
+    "job_complete": JobComplete,
+    "acct_query": AcctQuery,
+    "config": ConfigRequest,
+    "ping": Ping,
+    "node_register": NodeRegister,
+    "node_ping": NodePing,
+    "job_ended": JobEnded,
+    "launch_job": LaunchJob,
+    "terminate_job": TerminateJob,
+    "signal_job": SignalJob,
+    "job_ended_ack": JobEndedAck,
+    "please_register": PleaseRegister,
+    "launch_tasks": LaunchTasks,
+    "signal_tasks": SignalTasks,
+}
+
+_DECODERS = {name: msgspec.json.Decoder(cls) for name, cls in MESSAGE_TYPES.items()}
+_ENCODER = msgspec.json.Encoder()
+
+
+class SchemaError(ValueError):
+    pass
+
+
+def decode_body(msg_type: str, body: bytes) -> Msg:
+    decoder = _DECODERS.get(msg_type)
+    if decoder is None:
+        raise SchemaError(f"unknown message type {msg_type!r}")
+    try:
+        return decoder.decode(body)
+    except msgspec.DecodeError as exc:
+        raise SchemaError(f"malformed {msg_type} message: {exc}") from None
+
+
+def encode(obj: Any) -> bytes:
+    return _ENCODER.encode(obj)
+
+
+def to_builtins(obj: Any) -> Any:
+    return msgspec.to_builtins(obj)

@@ -1,0 +1,257 @@
+"""The scheduling core: sans-IO.  Jobs and nodes in, decisions out.
+
+The controller (and tests, and a simulator) call :meth:`Scheduler.schedule`
+with the pending jobs and the time; it returns which jobs start where, and
+sets the pending reason of the others.  It does no I/O and keeps no job
+table of its own: node allocations are the only state it changes, through
+:meth:`allocate` and :meth:`release`.
+
+This is the main scheduler of Slurm's sched/builtin: jobs are tried in
+priority order; when one cannot start, later jobs of the same partition
+wait with reason Priority so that the top job is not starved.  Backfill and
+multifactor priority are separate plugins (issue 4) that build on this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from plurm import corescheduler
+from plurm.corescheduler.model import Job, JobSpec, Node, Partition
+
+# Slurm's pending reasons (squeue %r).
+REASON_RESOURCES = "Resources"
+REASON_PRIORITY = "Priority"
+REASON_HELD_USER = "JobHeldUser"
+REASON_HELD_ADMIN = "JobHeldAdmin"
+REASON_BEGIN_TIME = "BeginTime"
+REASON_DEPENDENCY = "Dependency"
+REASON_DEP_NEVER = "DependencyNeverSatisfied"
+REASON_PARTITION_CONFIG = "PartitionConfig"
+REASON_PARTITION_TIME = "PartitionTimeLimit"
+REASON_PARTITION_NODES = "PartitionNodeLimit"
+REASON_PARTITION_DOWN = "PartitionDown"
+REASON_PARTITION_INACTIVE = "PartitionInactive"
+REASON_NODES_DOWN = "ReqNodeNotAvail"
+REASON_ARRAY_LIMIT = "JobArrayTaskLimit"
+REASON_NODES_UNAVAILABLE = ("Nodes required for job are DOWN, DRAINED or reserved for jobs in "
+                            "higher priority partitions")
+
+
+class SubmitRefused(Exception):
+    """A job that can never run: Slurm refuses it at submission."""
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail  # an extra "sbatch: error: ..." line Slurm prints first
+
+
+@dataclass(frozen=True)
+class Allocation:
+    nodes: list[str]
+    cpus: list[int]
+    mem: list[int]
+    tasks: list[int]
+
+
+@dataclass(frozen=True)
+class StartJob:
+    """Decision: start ``job`` on ``allocation``."""
+
+    job: Job
+    allocation: Allocation
+
+
+@dataclass
+class Demand:
+    """What one job (or array task) needs, derived from its spec."""
+
+    nodes_min: int
+    nodes_max: int
+    ntasks: int
+    cpus_per_task: int
+    ntasks_per_node: int
+    mem_per_node: int
+    mem_per_cpu: int
+    exclusive: bool
+    req_nodes: list[str] = field(default_factory=list)
+    exc_nodes: list[str] = field(default_factory=list)
+
+
+def demand_of(spec: JobSpec, partition: Partition | None, default_mem_per_cpu: int | None) -> Demand:
+    nodes_min = max(spec.nodes_min, 1)
+    if spec.req_nodes:
+        nodes_min = max(nodes_min, len(spec.req_nodes))
+    ntasks = spec.ntasks
+    if ntasks is None:
+        ntasks = nodes_min * spec.ntasks_per_node if spec.ntasks_per_node else nodes_min
+    mem_per_node = spec.mem_per_node or 0
+    mem_per_cpu = spec.mem_per_cpu or 0
+    if not mem_per_node and not mem_per_cpu:
+        default = partition.def_mem_per_cpu if partition and partition.def_mem_per_cpu else default_mem_per_cpu
+        mem_per_cpu = default or 0
+    return Demand(
+        nodes_min=nodes_min,
+        nodes_max=spec.nodes_max or 0,
+        ntasks=max(ntasks, 1),
+        cpus_per_task=max(spec.cpus_per_task or 1, 1),
+        ntasks_per_node=spec.ntasks_per_node or 0,
+        mem_per_node=mem_per_node,
+        mem_per_cpu=mem_per_cpu,
+        exclusive=spec.exclusive,
+        req_nodes=list(spec.req_nodes),
+        exc_nodes=list(spec.exc_nodes),
+    )
+
+
+class Scheduler:
+    def __init__(self, nodes: dict[str, Node], partitions: dict[str, Partition],
+                 default_mem_per_cpu: int | None = None) -> None:
+        self.nodes = nodes
+        self.partitions = partitions
+        self.default_mem_per_cpu = default_mem_per_cpu
+        self._names = list(nodes)
+        self._index = {name: i for i, name in enumerate(self._names)}
+        # Preference order: lowest Weight first, then slurm.conf order.
+        self._pref = sorted(range(len(self._names)), key=lambda i: (nodes[self._names[i]].weight, i))
+        self.free_cpus = [n.cpus - n.alloc_cpus for n in nodes.values()]
+        self.free_mem = [n.real_memory - n.alloc_mem for n in nodes.values()]
+        self.total_cpus = [n.cpus for n in nodes.values()]
+
+    # -- allocation bookkeeping
+    def allocate(self, alloc: Allocation) -> None:
+        for name, cpus, mem in zip(alloc.nodes, alloc.cpus, alloc.mem):
+            i = self._index[name]
+            node = self.nodes[name]
+            node.alloc_cpus += cpus
+            node.alloc_mem += mem
+            self.free_cpus[i] -= cpus
+            self.free_mem[i] -= mem
+            if self.free_cpus[i] < 0 or self.free_mem[i] < 0:
+                raise AssertionError(f"node {name} oversubscribed")
+
+    def release(self, job: Job) -> None:
+        for name, cpus, mem in zip(job.nodes, job.cpus, job.mem):
+            i = self._index.get(name)
+            if i is None:
+                continue
+            node = self.nodes[name]
+            node.alloc_cpus = max(0, node.alloc_cpus - cpus)
+            node.alloc_mem = max(0, node.alloc_mem - mem)
+            self.free_cpus[i] = node.cpus - node.alloc_cpus
+            self.free_mem[i] = node.real_memory - node.alloc_mem
+
+    @staticmethod
+    def usable(node: Node) -> bool:
+        return node.responding and not node.down and not node.drain
+
+    # -- submission checks
+    def validate(self, spec: JobSpec, partition: Partition) -> None:
+        """Refuse what no node of the partition could ever hold (Slurm's messages)."""
+        demand = demand_of(spec, partition, self.default_mem_per_cpu)
+        members = [self.nodes[n] for n in partition.nodes if n in self.nodes]
+        for name in spec.req_nodes:
+            if name not in self.nodes:
+                raise SubmitRefused("Invalid node name specified")
+            if name not in partition.nodes:
+                raise SubmitRefused("Requested node configuration is not available")
+        if not members:
+            raise SubmitRefused("Requested node configuration is not available")
+        biggest_mem = max(n.real_memory for n in members)
+        need_mem = demand.mem_per_node or demand.mem_per_cpu * demand.cpus_per_task
+        if need_mem > biggest_mem:
+            raise SubmitRefused("Requested node configuration is not available",
+                                "Memory specification can not be satisfied")
+
+    def partition_reason(self, job: Job, demand: Demand, partition: Partition) -> str | None:
+        """A reason the job cannot run in its partition as configured, if any."""
+        if partition.state == "INACTIVE":
+            return REASON_PARTITION_INACTIVE
+        if partition.state in ("DOWN", "DRAIN"):
+            return REASON_PARTITION_DOWN
+        if partition.max_time is not None and job.time_limit is not None and job.time_limit > partition.max_time:
+            return REASON_PARTITION_TIME
+        if partition.max_time is not None and job.time_limit is None:
+            return REASON_PARTITION_TIME
+        if partition.max_nodes is not None and demand.nodes_min > partition.max_nodes:
+            return REASON_PARTITION_NODES
+        count, biggest, cpus = self._shape[partition.name]
+        if demand.nodes_min > count or demand.cpus_per_task > biggest:
+            return REASON_PARTITION_CONFIG
+        if demand.ntasks > sum(c // demand.cpus_per_task for c in cpus):
+            return REASON_PARTITION_CONFIG
+        return None
+
+    # -- the main pass
+    def try_place(self, demand: Demand, partition: Partition) -> Allocation | None:
+        exclude = set(demand.exc_nodes)
+        order = [i for i in self._pref
+                 if self._names[i] in self._members[partition.name] and self._names[i] not in exclude
+                 and self.usable(self.nodes[self._names[i]])]
+        if demand.req_nodes:
+            # Required nodes first (in their preference order), all of them must be chosen.
+            required = {self._index[n] for n in demand.req_nodes if n in self._index}
+            order = [i for i in order if i in required] + [i for i in order if i not in required]
+            if not required.issubset(order[:len(required)]):
+                return None
+            nodes_min = max(demand.nodes_min, len(required))
+        else:
+            nodes_min = demand.nodes_min
+        result = corescheduler.placement.place(
+            self.free_cpus, self.free_mem, self.total_cpus, order, nodes_min, demand.nodes_max,
+            demand.ntasks, demand.cpus_per_task, demand.ntasks_per_node, demand.mem_per_node,
+            demand.mem_per_cpu, 1 if demand.exclusive else 0)
+        if result is None:
+            return None
+        indices, tasks = result
+        if demand.req_nodes and not {self._index[n] for n in demand.req_nodes}.issubset(indices):
+            return None
+        names = [self._names[i] for i in indices]
+        if demand.exclusive:
+            cpus = [self.total_cpus[i] for i in indices]
+        else:
+            cpus = [t * demand.cpus_per_task for t in tasks]
+        if demand.mem_per_node:
+            mem = [demand.mem_per_node for _ in indices]
+        elif demand.mem_per_cpu:
+            mem = [c * demand.mem_per_cpu for c in cpus]
+        else:
+            mem = [0 for _ in indices]
+        return Allocation(names, cpus, mem, tasks)
+
+    def prepare(self) -> None:
+        """Per-pass caches of the partitions' shapes (configuration may change between passes)."""
+        self._members = {p.name: set(p.nodes) for p in self.partitions.values()}
+        self._shape: dict[str, tuple[int, int, list[int]]] = {}
+        for p in self.partitions.values():
+            members = [self.nodes[n] for n in p.nodes if n in self.nodes]
+            self._shape[p.name] = (len(members), max((n.cpus for n in members), default=0),
+                                   [n.cpus for n in members])
+
+    def schedule(self, pending: list[tuple[Job, Demand]], now: float) -> list[StartJob]:
+        """One pass over ``pending`` (already in priority order and eligible)."""
+        self.prepare()
+        starts: list[StartJob] = []
+        blocked: set[str] = set()
+        for job, demand in pending:
+            partition = self.partitions.get(job.partition)
+            if partition is None:
+                job.reason = REASON_PARTITION_CONFIG
+                continue
+            job.last_sched_eval = now
+            reason = self.partition_reason(job, demand, partition)
+            if reason is not None:
+                job.reason = reason
+                continue
+            if job.partition in blocked:
+                job.reason = REASON_PRIORITY
+                continue
+            alloc = self.try_place(demand, partition)
+            if alloc is None:
+                job.reason = REASON_RESOURCES
+                blocked.add(job.partition)
+                continue
+            self.allocate(alloc)
+            job.reason = "None"
+            starts.append(StartJob(job, alloc))
+        return starts

@@ -1,0 +1,717 @@
+"""The controller's truth: jobs, nodes, partitions, and every change to them.
+
+ClusterState does no network I/O.  Each operation changes the records,
+writes them to the state store (uncommitted: the controller commits once per
+loop turn, before any reply leaves) and returns the messages to send to node
+daemons as ``Outgoing`` items.  The controller turns those into frames.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pwd
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from plurm.corescheduler import model
+from plurm.corescheduler.model import Job, JobSpec, Node, Partition, StepRecord
+from plurm.corescheduler.scheduler import (
+    REASON_BEGIN_TIME,
+    REASON_DEPENDENCY,
+    REASON_DEP_NEVER,
+    REASON_HELD_ADMIN,
+    REASON_HELD_USER,
+    Allocation,
+    Demand,
+    Scheduler,
+    SubmitRefused,
+    demand_of,
+)
+from plurm.corescheduler.store import StateStore
+
+log = logging.getLogger("plurmctld")
+
+# priority/basic: first come, first served; a held job has priority 0.
+BASE_PRIORITY = 4294901760
+MAX_ARRAY_SIZE = 1001
+MIN_JOB_AGE_S = 300.0
+NODE_FAIL_GRACE_S = 15.0
+
+
+class RequestError(Exception):
+    """A refused request; ``message`` is what Slurm's command prints after its prefix."""
+
+    def __init__(self, message: str, code: str = "Error", detail: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.detail = detail
+
+
+@dataclass
+class Outgoing:
+    node: str
+    msg_type: str
+    body: dict[str, Any]
+
+
+def user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+class ClusterState:
+    def __init__(self, store: StateStore, nodes: dict[str, Node], partitions: dict[str, Partition], *,
+                 cluster_name: str, kill_wait: float = 30.0, default_mem_per_cpu: int | None = None,
+                 slurmd_timeout: float = 300.0, min_job_age: float = MIN_JOB_AGE_S,
+                 max_array_size: int = MAX_ARRAY_SIZE, first_job_id: int = 1) -> None:
+        self.store = store
+        self.nodes = nodes
+        self.partitions = partitions
+        self.cluster_name = cluster_name
+        self.kill_wait = kill_wait
+        self.slurmd_timeout = slurmd_timeout
+        self.min_job_age = min_job_age
+        self.max_array_size = max_array_size
+        self.default_partition = next((p.name for p in partitions.values() if p.default),
+                                      next(iter(partitions), None))
+        for partition in partitions.values():
+            for name in partition.nodes:
+                if name in nodes and partition.name not in nodes[name].partitions:
+                    nodes[name].partitions.append(partition.name)
+        self.scheduler = Scheduler(nodes, partitions, default_mem_per_cpu)
+        self.jobs: dict[int, Job] = {}
+        self.steps: dict[tuple[int, str], StepRecord] = {}
+        self.node_seen: dict[str, float] = {}
+        self.node_registered: set[str] = set()
+        self.missing_since: dict[int, float] = {}
+        next_id = store.get_meta("next_job_id")
+        self.next_job_id = int(next_id) if next_id else first_job_id
+        now = time.time()
+        for job in store.load_jobs():
+            self.jobs[job.job_id] = job
+            if job.state == model.RUNNING or job.completing:
+                self.scheduler.allocate(Allocation(job.nodes, job.cpus, job.mem, job.tasks))
+        for step in store.acct_steps([j.job_id for j in self.jobs.values() if j.state == model.RUNNING]):
+            if step.end_time is None:
+                self.steps[(step.job_id, step.step_id)] = step
+        # Node daemons get one SlurmdTimeout to come back after a controller restart.
+        for name in nodes:
+            self.node_seen[name] = now
+        self.need_schedule = True
+
+    # ------------------------------------------------------------------ helpers
+    def _new_job_id(self) -> int:
+        job_id = self.next_job_id
+        self.next_job_id += 1
+        self.store.set_meta("next_job_id", str(self.next_job_id))
+        return job_id
+
+    def _terminate_body(self, job: Job) -> dict[str, Any]:
+        return {"job_id": job.job_id, "kill_wait": self.kill_wait,
+                "batch_host": job.nodes[0] if job.spec.batch and job.nodes else ""}
+
+    def _save(self, job: Job) -> None:
+        self.store.put_job(job)
+
+    def find_jobs(self, spec: str) -> list[Job]:
+        """Jobs named by "12", "12_3" or "12_[1-3]" (array tasks by their array id)."""
+        base, sep, task = spec.partition("_")
+        try:
+            job_id = int(base)
+        except ValueError:
+            raise RequestError("Invalid job id specified", "InvalidJobId") from None
+        if not sep:
+            direct = self.jobs.get(job_id)
+            members = [j for j in self.jobs.values() if j.array_job_id == job_id and j.job_id != job_id]
+            if direct is None and not members:
+                return []
+            if direct is not None and direct.array_job_id is None:
+                return [direct]
+            return ([direct] if direct is not None else []) + members
+        wanted = _parse_task_ids(task)
+        found = []
+        for job in self.jobs.values():
+            if job.array_job_id != job_id:
+                continue
+            if job.array_task_id is not None and job.array_task_id in wanted and not job.array_pending:
+                found.append(job)
+            elif job.array_pending and wanted.intersection(job.array_pending):
+                found.append(job)
+        return found
+
+    # ------------------------------------------------------------------ submission
+    def submit(self, spec: JobSpec, uid: int, gid: int, test_only: bool = False) -> tuple[Job, list[str]]:
+        warnings: list[str] = []
+        partition_name = spec.partition or self.default_partition
+        if partition_name is None or partition_name not in self.partitions:
+            raise RequestError("Invalid partition name specified", "InvalidPartition",
+                               f"invalid partition specified: {spec.partition}")
+        partition = self.partitions[partition_name]
+        spec.user_id, spec.group_id = uid, gid
+        spec.user = user_name(uid)
+        if spec.ntasks is not None and spec.ntasks < 1:
+            raise RequestError("Invalid number of tasks", "InvalidTasks")
+        try:
+            self.scheduler.validate(spec, partition)
+        except SubmitRefused as exc:
+            raise RequestError(str(exc), "ConfigUnavailable", exc.detail) from None
+        if spec.array_indices and len(spec.array_indices) > self.max_array_size:
+            raise RequestError("Invalid job array specification", "BadArray")
+        if spec.array_indices and max(spec.array_indices) >= self.max_array_size:
+            raise RequestError("Invalid job array specification", "BadArray")
+        if spec.time_unlimited:
+            time_limit = partition.max_time
+        elif spec.time_limit is not None:
+            time_limit = spec.time_limit
+        else:
+            time_limit = partition.default_time if partition.default_time is not None else partition.max_time
+        now = time.time()
+        job = Job(job_id=self.next_job_id, spec=spec, partition=partition.name, time_limit=time_limit,
+                  submit_time=now, priority=BASE_PRIORITY - self.next_job_id)
+        if spec.hold:
+            job.priority = 0
+            job.held_by = "user"
+            job.reason = REASON_HELD_USER
+        if spec.array_indices:
+            job.array_job_id = job.job_id
+            job.array_pending = sorted(set(spec.array_indices))
+            if len(job.array_pending) == 1:
+                job.array_task_id = job.array_pending[0]
+        if test_only:
+            return job, warnings
+        job.job_id = self._new_job_id()
+        if spec.array_indices:
+            job.array_job_id = job.job_id
+        job.eligible_time = None
+        self.jobs[job.job_id] = job
+        self.store.put_script(job.job_id, spec.script, spec.environment)
+        # The script and environment live in their own table: keep the job blob small.
+        spec.script = None
+        spec.environment = {}
+        self._save(job)
+        self.need_schedule = True
+        return job, warnings
+
+    def test_start(self, job: Job) -> tuple[float, Allocation | None]:
+        partition = self.partitions[job.partition]
+        demand = demand_of(job.spec, partition, self.scheduler.default_mem_per_cpu)
+        self.scheduler.prepare()
+        return time.time(), self.scheduler.try_place(demand, partition)
+
+    # ------------------------------------------------------------------ scheduling
+    def _eligible_reason(self, job: Job, now: float) -> str | None:
+        if job.held_by == "admin":
+            return REASON_HELD_ADMIN
+        if job.held_by == "user":
+            return REASON_HELD_USER
+        if job.spec.begin_time is not None and job.spec.begin_time > now:
+            return REASON_BEGIN_TIME
+        if job.spec.dependency:
+            return self._dependency_reason(job)
+        return None
+
+    def _dependency_reason(self, job: Job) -> str | None:
+        """Evaluate after/afterany/afterok/afternotok/singleton (',' AND, '?' OR)."""
+        spec = job.spec.dependency or ""
+        any_mode = "?" in spec
+        results = []
+        for item in spec.replace("?", ",").split(","):
+            if not item:
+                continue
+            kind, _, ids = item.partition(":")
+            if kind == "singleton":
+                others = [j for j in self.jobs.values() if j.job_id != job.job_id and j.spec.name == job.spec.name
+                          and j.spec.user_id == job.spec.user_id and j.state in (model.RUNNING, model.SUSPENDED)]
+                results.append("wait" if others else "ok")
+                continue
+            for part in ids.split(":"):
+                part = part.split("+", 1)[0]
+                if not part:
+                    continue
+                targets = self.find_jobs(part)
+                if not targets:
+                    # Purged jobs: look them up in accounting.
+                    results.append(self._dep_from_acct(kind, part))
+                    continue
+                results.append(_dep_result(kind, targets))
+        if not results:
+            return None
+        if any_mode:
+            if "ok" in results:
+                return None
+            return REASON_DEP_NEVER if all(r == "never" for r in results) else REASON_DEPENDENCY
+        if all(r == "ok" for r in results):
+            return None
+        return REASON_DEP_NEVER if "never" in results else REASON_DEPENDENCY
+
+    def _dep_from_acct(self, kind: str, spec: str) -> str:
+        try:
+            job_id = int(spec.split("_", 1)[0])
+        except ValueError:
+            return "never"
+        for job in self.store.acct_jobs():
+            if job.job_id == job_id or job.array_job_id == job_id:
+                return _dep_result(kind, [job])
+        return "ok" if kind in ("after", "afterany") else "never"
+
+    def schedule(self, now: float | None = None) -> list[Outgoing]:
+        now = time.time() if now is None else now
+        self.need_schedule = False
+        candidates: list[tuple[Job, Demand]] = []
+        pending = sorted((j for j in self.jobs.values() if j.state == model.PENDING),
+                         key=lambda j: (-j.priority, j.job_id))
+        running_tasks: dict[int, int] = {}
+        for job in self.jobs.values():
+            if job.array_job_id is not None and job.state == model.RUNNING:
+                running_tasks[job.array_job_id] = running_tasks.get(job.array_job_id, 0) + 1
+        for job in pending:
+            reason = self._eligible_reason(job, now)
+            if reason is not None:
+                if job.reason != reason:
+                    job.reason = reason
+                    self._save(job)
+                continue
+            if job.eligible_time is None:
+                job.eligible_time = now
+            partition = self.partitions.get(job.partition)
+            demand = demand_of(job.spec, partition, self.scheduler.default_mem_per_cpu)
+            if job.array_pending:
+                limit = job.spec.array_max_running
+                room = len(job.array_pending)
+                if limit:
+                    room = min(room, max(0, limit - running_tasks.get(job.array_job_id or 0, 0)))
+                    if room == 0:
+                        job.reason = "JobArrayTaskLimit"
+                        continue
+                candidates.extend((job, demand) for _ in range(room))
+            else:
+                candidates.append((job, demand))
+        starts = self.scheduler.schedule(candidates, now)
+        out: list[Outgoing] = []
+        for start in starts:
+            job = start.job
+            if job.array_pending and len(job.array_pending) > 1:
+                job = self._split_array_task(job)
+            elif job.array_pending:
+                job.array_task_id = job.array_pending[0]
+                job.array_pending = []
+            out.extend(self._start(job, start.allocation, now))
+        for job, _ in candidates:
+            if job.state == model.PENDING:
+                self._save(job)
+        return out
+
+    def _split_array_task(self, meta: Job) -> Job:
+        task_id = meta.array_pending.pop(0)
+        job = Job(job_id=self._new_job_id(), spec=meta.spec, partition=meta.partition, time_limit=meta.time_limit,
+                  submit_time=meta.submit_time, priority=meta.priority, array_job_id=meta.array_job_id,
+                  array_task_id=task_id, eligible_time=meta.eligible_time)
+        script, env = self.store.get_script(meta.job_id)
+        self.store.put_script(job.job_id, script, env)
+        self.jobs[job.job_id] = job
+        if len(meta.array_pending) == 1:
+            meta.array_task_id = meta.array_pending[0]
+        self._save(meta)
+        return job
+
+    def _start(self, job: Job, alloc: Allocation, now: float) -> list[Outgoing]:
+        job.state = model.RUNNING
+        job.reason = "None"
+        job.start_time = now
+        job.end_time = now + job.time_limit * 60 if job.time_limit is not None else None
+        job.nodes, job.cpus, job.mem, job.tasks = alloc.nodes, alloc.cpus, alloc.mem, alloc.tasks
+        self._save(job)
+        if not job.spec.batch:
+            return []
+        step = StepRecord(job_id=job.job_id, step_id="batch", name="batch", nodes=job.nodes[:1],
+                          ntasks=1, cpus=job.cpus[0], start_time=now)
+        self.steps[(job.job_id, "batch")] = step
+        self.store.put_acct_step(step)
+        script, env = self.store.get_script(job.job_id)
+        body = {
+            "job_id": job.job_id,
+            "job": model_to_dict(job),
+            "script": script or "",
+            "args": job.spec.script_args,
+            "environment": env,
+            "work_dir": job.spec.work_dir,
+            "stdout": job.spec.stdout or "",
+            "stderr": job.spec.stderr or "",
+            "stdin": job.spec.stdin or "/dev/null",
+            "open_mode": job.spec.open_mode or "truncate",
+            "uid": job.spec.user_id,
+            "gid": job.spec.group_id,
+        }
+        return [Outgoing(job.nodes[0], "launch_job", body)]
+
+    # ------------------------------------------------------------------ job end
+    def job_ended(self, job_id: int, exit_code: int, exit_signal: int, end_time: float | None,
+                  timed_out: bool = False) -> list[Outgoing]:
+        job = self.jobs.get(job_id)
+        if job is None or (job.state in model.FINISHED_STATES and not job.completing):
+            return []  # already recorded: a resent report
+        end = end_time or time.time()
+        if job.cancel_state:
+            state = job.cancel_state
+        elif timed_out:
+            state = model.TIMEOUT
+        elif exit_signal:
+            state = model.FAILED
+        elif exit_code:
+            state = model.FAILED
+        else:
+            state = model.COMPLETED
+        step = self.steps.pop((job_id, "batch"), None)
+        if step is not None:
+            step.end_time = end
+            step.exit_code, step.exit_signal = exit_code, exit_signal
+            step.state = model.CANCELLED if state == model.CANCELLED else (
+                model.FAILED if exit_code or exit_signal else model.COMPLETED)
+            self.store.put_acct_step(step)
+        out = self._finish(job, state, end, exit_code, exit_signal)
+        # Steps that may still run on the other nodes of the allocation.
+        out.extend(Outgoing(n, "terminate_job", self._terminate_body(job))
+                   for n in job.nodes[1:])
+        return out
+
+    def _finish(self, job: Job, state: str, end: float, exit_code: int = 0, exit_signal: int = 0) -> list[Outgoing]:
+        was_allocated = job.state == model.RUNNING or job.completing
+        job.state = state
+        job.completing = False
+        job.end_time = end
+        job.exit_code, job.exit_signal = exit_code, exit_signal
+        if job.start_time is None:
+            job.start_time = end if state != model.CANCELLED else None
+        if was_allocated:
+            self.scheduler.release(job)
+            for name in job.nodes:
+                self.nodes[name].last_busy_time = end
+        for key in [k for k in self.steps if k[0] == job.job_id]:
+            step = self.steps.pop(key)
+            step.end_time = end
+            step.state = state if state != model.COMPLETED else step.state
+            if step.state == model.RUNNING:
+                step.state = model.CANCELLED
+            self.store.put_acct_step(step)
+        self.missing_since.pop(job.job_id, None)
+        self._save(job)
+        self.store.put_acct_job(job)
+        self.need_schedule = True
+        return []
+
+    # ------------------------------------------------------------------ cancel / signal
+    def cancel(self, job: Job, uid: int, signal: int | None = None, batch_only: bool = False,
+               task_ids: set[int] | None = None) -> list[Outgoing]:
+        if uid != 0 and uid != os.getuid() and uid != job.spec.user_id:
+            raise RequestError("Access/permission denied", "AccessDenied")
+        now = time.time()
+        if signal is not None:
+            if job.state != model.RUNNING:
+                raise RequestError("Job is pending execution" if job.state == model.PENDING
+                                   else "Job/step already completing or completed", "NotRunning")
+            targets = job.nodes[:1] if batch_only else job.nodes
+            return [Outgoing(n, "signal_job", {"job_id": job.job_id, "signal": signal, "batch_only": batch_only})
+                    for n in targets]
+        if job.state == model.PENDING:
+            if job.array_pending and task_ids is not None:
+                remaining = [t for t in job.array_pending if t not in task_ids]
+                cancelled = [t for t in job.array_pending if t in task_ids]
+                if remaining:
+                    job.array_pending = remaining
+                    if len(remaining) == 1:
+                        job.array_task_id = remaining[0]
+                    for task in cancelled:
+                        record = Job(job_id=self._new_job_id(), spec=job.spec, partition=job.partition,
+                                     time_limit=job.time_limit, submit_time=job.submit_time,
+                                     array_job_id=job.array_job_id, array_task_id=task)
+                        self.jobs[record.job_id] = record
+                        self._finish(record, model.CANCELLED, now)
+                    self._save(job)
+                    return []
+                job.array_task_id = cancelled[-1] if len(cancelled) == 1 else job.array_task_id
+            return self._finish(job, model.CANCELLED, now)
+        if job.state == model.RUNNING:
+            job.cancel_state = model.CANCELLED
+            if not job.spec.batch:
+                out = self._finish(job, model.CANCELLED, now)
+                return out + [Outgoing(n, "terminate_job", self._terminate_body(job))
+                              for n in job.nodes]
+            job.state = model.CANCELLED
+            job.completing = True
+            job.end_time = now
+            self._save(job)
+            return [Outgoing(n, "terminate_job", self._terminate_body(job))
+                    for n in job.nodes]
+        if job.completing:
+            return []
+        raise RequestError("Job/step already completing or completed", "AlreadyDone")
+
+    # ------------------------------------------------------------------ updates
+    def update(self, job: Job, fields: dict[str, str], uid: int) -> None:
+        if uid != 0 and uid != os.getuid() and uid != job.spec.user_id:
+            raise RequestError("Access/permission denied", "AccessDenied")
+        for key, value in fields.items():
+            lowered = key.lower()
+            if lowered == "hold":
+                if job.state != model.PENDING:
+                    raise RequestError("Job is no longer pending execution", "NotPending")
+                job.held_by = "admin" if value == "admin" else "user"
+                job.priority = 0
+                job.reason = REASON_HELD_ADMIN if job.held_by == "admin" else REASON_HELD_USER
+            elif lowered == "release":
+                if job.state != model.PENDING:
+                    raise RequestError("Job is no longer pending execution", "NotPending")
+                if job.held_by == "admin" and uid not in (0, os.getuid()):
+                    raise RequestError("Access/permission denied", "AccessDenied")
+                job.held_by = None
+                job.priority = BASE_PRIORITY - job.job_id
+                job.reason = "None"
+            elif lowered == "timelimit":
+                from plurm.grammar.slurmconf import parse_time_limit
+                try:
+                    minutes = parse_time_limit(value)
+                except ValueError:
+                    raise RequestError("Invalid time limit specification", "InvalidTimeLimit") from None
+                job.time_limit = minutes
+                if job.state == model.RUNNING and job.start_time is not None:
+                    job.end_time = job.start_time + minutes * 60 if minutes is not None else None
+            elif lowered == "partition":
+                if job.state != model.PENDING:
+                    raise RequestError("Job is no longer pending execution", "NotPending")
+                if value not in self.partitions:
+                    raise RequestError("Invalid partition name specified", "InvalidPartition")
+                job.partition = value
+                job.spec.partition = value
+            elif lowered == "priority":
+                job.priority = int(value)
+            elif lowered == "nice":
+                job.spec.nice = int(value)
+            elif lowered in ("jobname", "name"):
+                job.spec.name = value
+            elif lowered == "comment":
+                job.spec.comment = value
+            elif lowered in ("numnodes", "minnodes"):
+                if job.state != model.PENDING:
+                    raise RequestError("Job is no longer pending execution", "NotPending")
+                low, _, high = value.partition("-")
+                job.spec.nodes_min = int(low)
+                job.spec.nodes_max = int(high) if high else None
+            elif lowered in ("numtasks", "ntasks"):
+                job.spec.ntasks = int(value)
+            else:
+                raise RequestError(f"Update of {key} is not supported", "InvalidUpdate")
+        self._save(job)
+        self.need_schedule = True
+
+    def update_node(self, name: str, state: str | None, reason: str | None, uid: int) -> None:
+        node = self.nodes.get(name)
+        if node is None:
+            raise RequestError("Invalid node name specified", "InvalidNode")
+        if state:
+            upper = state.upper()
+            if upper in ("DRAIN", "DOWN") and not reason:
+                raise RequestError("You must specify a reason when DOWNING or DRAINING a node", "ReasonRequired")
+            if upper == "DRAIN":
+                node.drain = True
+            elif upper == "DOWN":
+                node.down = True
+            elif upper in ("RESUME", "IDLE", "UNDRAIN"):
+                node.drain = False
+                node.down = False
+                node.reason = None
+            else:
+                raise RequestError(f"Invalid node state specified", "InvalidNodeState")
+        if reason is not None and (node.drain or node.down):
+            node.reason = reason
+            node.reason_time = time.time()
+            node.reason_user = user_name(uid)
+        self.need_schedule = True
+
+    # ------------------------------------------------------------------ steps
+    def step_create(self, job_id: int, uid: int, name: str, ntasks: int | None, nodes_min: int | None,
+                    cpus_per_task: int | None, nodelist: list[str]) -> dict[str, Any]:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise RequestError("Invalid job id specified", "InvalidJobId")
+        if uid not in (0, os.getuid(), job.spec.user_id):
+            raise RequestError("Access/permission denied", "AccessDenied")
+        if job.state != model.RUNNING:
+            raise RequestError("Job/step already completing or completed", "AlreadyDone")
+        cpt = cpus_per_task or job.spec.cpus_per_task or 1
+        capacity = [max(c // cpt, 0) for c in job.cpus]
+        names = list(job.nodes)
+        if nodelist:
+            keep = [i for i, n in enumerate(names) if n in nodelist]
+            if len(keep) != len(set(nodelist)):
+                raise RequestError("Requested node configuration is not available", "ConfigUnavailable")
+            names = [names[i] for i in keep]
+            capacity = [capacity[i] for i in keep]
+        ntasks = ntasks or (sum(job.tasks) if not nodelist else len(names))
+        count = nodes_min or min(len(names), ntasks)
+        if count > len(names):
+            raise RequestError("Requested node configuration is not available", "ConfigUnavailable")
+        names, capacity = names[:count], capacity[:count]
+        if ntasks > sum(capacity) or ntasks < count:
+            raise RequestError("More processors requested than permitted", "TooManyProcessors")
+        tasks = [1] * count
+        left = ntasks - count
+        for i in range(count):
+            extra = min(left, capacity[i] - 1)
+            tasks[i] += extra
+            left -= extra
+        step_id = job.next_step_id
+        job.next_step_id += 1
+        self._save(job)
+        step = StepRecord(job_id=job_id, step_id=str(step_id), name=name or "step", nodes=names, ntasks=ntasks,
+                          cpus=sum(t * cpt for t in tasks), start_time=time.time())
+        self.steps[(job_id, str(step_id))] = step
+        self.store.put_acct_step(step)
+        addrs = [{"name": n, "addr": self.nodes[n].addr, "port": self.nodes[n].port} for n in names]
+        return {"job_id": job_id, "step_id": step_id, "nodes": names, "tasks": tasks, "addrs": addrs,
+                "cpus_per_task": cpt}
+
+    def step_complete(self, job_id: int, step_id: int, exit_code: int, exit_signal: int) -> None:
+        step = self.steps.pop((job_id, str(step_id)), None)
+        if step is None:
+            return
+        step.end_time = time.time()
+        step.exit_code, step.exit_signal = exit_code, exit_signal
+        job = self.jobs.get(job_id)
+        if job is not None and job.cancel_state:
+            step.state = job.cancel_state
+        else:
+            step.state = model.FAILED if exit_code or exit_signal else model.COMPLETED
+        self.store.put_acct_step(step)
+
+    # ------------------------------------------------------------------ nodes
+    def node_register(self, name: str, info: dict[str, Any]) -> list[Outgoing]:
+        node = self.nodes.get(name)
+        if node is None:
+            raise RequestError(f"Node {name} is not in slurm.conf", "InvalidNode")
+        now = time.time()
+        node.responding = True
+        node.boot_time = info.get("boot_time") or node.boot_time
+        node.slurmd_start_time = info.get("slurmd_start_time") or node.slurmd_start_time
+        for attr in ("os", "arch", "version", "cpu_load", "free_mem"):
+            if info.get(attr) is not None:
+                setattr(node, attr, info[attr])
+        if node.down and node.reason in (None, "Not responding", "Node unexpectedly rebooted"):
+            node.down = False
+            node.reason = None
+        self.node_seen[name] = now
+        self.node_registered.add(name)
+        self.need_schedule = True
+        return self._reconcile(name, set(info.get("running_jobs", [])), now)
+
+    def node_ping(self, name: str, running: list[int], cpu_load: float | None, free_mem: int | None
+                  ) -> list[Outgoing]:
+        node = self.nodes.get(name)
+        if node is None:
+            return []
+        now = time.time()
+        self.node_seen[name] = now
+        if name not in self.node_registered:
+            return [Outgoing(name, "please_register", {})]
+        node.cpu_load, node.free_mem = cpu_load, free_mem
+        if not node.responding:
+            node.responding = True
+            self.need_schedule = True
+        return self._reconcile(name, set(running), now)
+
+    def _reconcile(self, name: str, running: set[int], now: float) -> list[Outgoing]:
+        """Batch jobs the controller believes run on ``name`` but the node does not have."""
+        out: list[Outgoing] = []
+        for job in list(self.jobs.values()):
+            if not job.spec.batch or not job.nodes or job.nodes[0] != name:
+                continue
+            if job.state != model.RUNNING and not job.completing:
+                continue
+            if job.job_id in running or (job.start_time or now) > now - NODE_FAIL_GRACE_S:
+                self.missing_since.pop(job.job_id, None)
+                continue
+            first = self.missing_since.setdefault(job.job_id, now)
+            if now - first >= NODE_FAIL_GRACE_S:
+                log.warning("job %s vanished from node %s: NODE_FAIL", job.job_id, name)
+                out.extend(self._finish(job, job.cancel_state or model.NODE_FAIL, now, 0, 0))
+        return out
+
+    # ------------------------------------------------------------------ timers
+    def tick(self, now: float | None = None) -> list[Outgoing]:
+        now = time.time() if now is None else now
+        out: list[Outgoing] = []
+        for job in list(self.jobs.values()):
+            if job.state == model.RUNNING and job.end_time is not None and job.end_time <= now:
+                log.info("job %s reached its time limit", job.job_id)
+                job.cancel_state = model.TIMEOUT
+                if not job.spec.batch:
+                    out.extend(self._finish(job, model.TIMEOUT, now))
+                else:
+                    job.state = model.TIMEOUT
+                    job.completing = True
+                    self._save(job)
+                out.extend(Outgoing(n, "terminate_job", self._terminate_body(job))
+                           for n in job.nodes)
+            elif (job.state in model.FINISHED_STATES and not job.completing and job.end_time is not None
+                  and now - job.end_time > self.min_job_age):
+                del self.jobs[job.job_id]
+                self.store.delete_job(job.job_id)
+            elif job.state == model.PENDING and job.spec.begin_time and job.spec.begin_time <= now \
+                    and job.reason == REASON_BEGIN_TIME:
+                self.need_schedule = True
+        for name, node in self.nodes.items():
+            if node.responding and now - self.node_seen.get(name, now) > self.slurmd_timeout:
+                log.warning("node %s not responding", name)
+                node.responding = False
+                node.reason = node.reason or "Not responding"
+                for job in list(self.jobs.values()):
+                    if name in job.nodes and (job.state == model.RUNNING or job.completing):
+                        out.extend(self._finish(job, job.cancel_state or model.NODE_FAIL, now))
+        return out
+
+
+def _parse_task_ids(text: str) -> set[int]:
+    text = text.strip("[]")
+    wanted: set[int] = set()
+    for part in text.split(","):
+        part = part.split("%", 1)[0]
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        try:
+            if high:
+                step = 1
+                if ":" in high:
+                    high, step_text = high.split(":", 1)
+                    step = int(step_text)
+                wanted.update(range(int(low), int(high) + 1, step))
+            else:
+                wanted.add(int(low))
+        except ValueError:
+            raise RequestError("Invalid job id specified", "InvalidJobId") from None
+    return wanted
+
+
+def _dep_result(kind: str, targets: list[Job]) -> str:
+    """"ok", "wait" or "never" for one dependency condition on some jobs."""
+    states = [j.state for j in targets]
+    if kind == "after":
+        return "ok" if all(s != model.PENDING for s in states) else "wait"
+    if any(s in model.ACTIVE_STATES or j.completing for s, j in zip(states, targets)):
+        return "wait"
+    if kind in ("afterany", "aftercorr"):
+        return "ok"
+    if kind == "afterok":
+        return "ok" if all(s == model.COMPLETED for s in states) else "never"
+    if kind == "afternotok":
+        return "ok" if all(s != model.COMPLETED for s in states) else "never"
+    return "never"
+
+
+def model_to_dict(job: Job) -> dict[str, Any]:
+    import msgspec
+
+    return msgspec.to_builtins(job)

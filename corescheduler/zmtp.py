@@ -1,0 +1,99 @@
+"""A minimal ZMTP 3 client (DEALER, NULL mechanism) over a plain socket.
+
+Why not pyzmq here: `import zmq` costs about 30 ms on this kind of machine,
+and sbatch/squeue are called in loops by workflow engines, so the user
+commands speak the ZeroMQ wire protocol (RFC 23/ZMTP) themselves for their
+single request/reply.  The daemons use pyzmq (ROUTER sockets); the test
+suite runs this client against them, and PLURM_CLIENT_TRANSPORT=pyzmq
+switches the commands to pyzmq for comparison.
+
+Only what a request/reply client needs: greeting, READY handshake,
+multipart frames, and skipping commands (PING) from the peer.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+_GREETING = (
+    b"\xff" + b"\x00" * 8 + b"\x7f"  # signature
+    + b"\x03\x00"  # version 3.0
+    + b"NULL".ljust(20, b"\x00")  # mechanism
+    + b"\x00"  # as-server: no
+    + b"\x00" * 31  # filler
+)
+
+_FLAG_MORE = 0x01
+_FLAG_LONG = 0x02
+_FLAG_COMMAND = 0x04
+
+
+class ZmtpError(OSError):
+    pass
+
+
+def _ready_command(socket_type: bytes) -> bytes:
+    name = b"Socket-Type"
+    body = b"\x05READY" + bytes([len(name)]) + name + struct.pack(">I", len(socket_type)) + socket_type
+    return bytes([_FLAG_COMMAND, len(body)]) + body
+
+
+def _frame(data: bytes, more: bool) -> bytes:
+    flags = _FLAG_MORE if more else 0
+    if len(data) < 256:
+        return bytes([flags, len(data)]) + data
+    return bytes([flags | _FLAG_LONG]) + struct.pack(">Q", len(data)) + data
+
+
+class DealerConnection:
+    """One connected DEALER peer; send() and recv() multipart messages."""
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        self._sock = socket.create_connection((host, port), timeout=timeout)
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._buf = bytearray()
+        self._sock.sendall(_GREETING + _ready_command(b"DEALER"))
+        greeting = self._read(64)
+        if greeting[0] != 0xFF or greeting[9] != 0x7F or greeting[10] < 3:
+            raise ZmtpError("peer does not speak ZMTP 3")
+        if greeting[12:16] != b"NULL":
+            raise ZmtpError("peer wants a security mechanism other than NULL")
+        flags, body = self._read_frame()
+        if not flags & _FLAG_COMMAND or not body.startswith(b"\x05READY"):
+            raise ZmtpError("peer did not send READY")
+
+    def _read(self, count: int) -> bytes:
+        while len(self._buf) < count:
+            chunk = self._sock.recv(max(65536, count - len(self._buf)))
+            if not chunk:
+                raise ZmtpError("connection closed by peer")
+            self._buf += chunk
+        data = bytes(self._buf[:count])
+        del self._buf[:count]
+        return data
+
+    def _read_frame(self) -> tuple[int, bytes]:
+        flags = self._read(1)[0]
+        if flags & _FLAG_LONG:
+            (size,) = struct.unpack(">Q", self._read(8))
+        else:
+            size = self._read(1)[0]
+        return flags, self._read(size)
+
+    def send(self, frames: list[bytes]) -> None:
+        last = len(frames) - 1
+        self._sock.sendall(b"".join(_frame(f, i < last) for i, f in enumerate(frames)))
+
+    def recv(self) -> list[bytes]:
+        frames: list[bytes] = []
+        while True:
+            flags, body = self._read_frame()
+            if flags & _FLAG_COMMAND:
+                continue  # PING and other commands: nothing to do for a one-shot client
+            frames.append(body)
+            if not flags & _FLAG_MORE:
+                return frames
+
+    def close(self) -> None:
+        self._sock.close()

@@ -1,0 +1,362 @@
+"""plurmd: the node daemon.
+
+It connects a DEALER (routing id ``node:NAME``) to the controller, registers
+the node, pings it, runs batch scripts the controller sends, and reports
+their end until the controller acknowledges the report: a controller that
+was down (even killed with -9) gets every report when it comes back, and
+running jobs are never disturbed by its absence.
+
+It also binds a ROUTER on the node's Port for srun: each step's tasks run
+under a plurmstepd process (nodeagent/stepd.py), like Slurm's slurmstepd,
+so that a misbehaving step cannot take plurmd down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+import zmq
+
+from plurm.corescheduler import protocol, wire
+from plurm.corescheduler.client import conf_path, key_path_for
+from plurm.nodeagent import launch
+
+log = logging.getLogger("plurmd")
+
+PING_INTERVAL_S = 2.0
+RESEND_INTERVAL_S = 2.0
+VERSION = "22.05.8"
+
+
+@dataclass
+class RunningJob:
+    job_id: int
+    proc: subprocess.Popen | None
+    started: float
+    steps: dict[int, subprocess.Popen] = field(default_factory=dict)
+    kill_at: float | None = None
+    timed_out: bool = False
+
+
+class NodeDaemon:
+    def __init__(self, conf_file: str, node_name: str) -> None:
+        from plurm.grammar.slurmconf import load_slurm_conf
+
+        self.conf_path = os.path.abspath(conf_file)
+        self.conf = load_slurm_conf(self.conf_path)
+        if node_name not in self.conf.nodes:
+            raise SystemExit(f"plurmd: error: node {node_name} not found in {self.conf_path}")
+        self.name = node_name
+        self.node_conf = self.conf.nodes[node_name]
+        self.key = wire.load_key(key_path_for(self.conf_path))
+        spool = (self.conf.get("SlurmdSpoolDir") or os.path.join(os.path.dirname(self.conf_path), "spool", "%n"))
+        self.spool = spool.replace("%n", node_name).replace("%h", socket.gethostname())
+        os.makedirs(self.spool, exist_ok=True)
+        self.start_time = time.time()
+        self.jobs: dict[int, RunningJob] = {}
+        self.steps: dict[tuple[int, int], subprocess.Popen] = {}
+        self.unacked: dict[int, dict[str, Any]] = {}
+        self.replays = wire.ReplayGuard()
+        self.ctx = zmq.Context()
+        self.ctld = self.ctx.socket(zmq.DEALER)
+        self.ctld.setsockopt(zmq.ROUTING_ID, b"node:" + node_name.encode())
+        self.ctld.setsockopt(zmq.LINGER, 0)
+        self.ctld.setsockopt(zmq.RECONNECT_IVL, 100)
+        self.ctld.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+        self.ctld.connect(f"tcp://{self.conf.slurmctld_addr}:{self.conf.slurmctld_port}")
+        self.srv = self.ctx.socket(zmq.ROUTER)
+        self.srv.setsockopt(zmq.LINGER, 0)
+        port = self.node_conf.port or self.conf.slurmd_port
+        self.srv.bind(f"tcp://{self.node_conf.addr if self.node_conf.addr != 'localhost' else '127.0.0.1'}:{port}")
+        # SIGCHLD wakes the poll loop so that job ends are reported at once.
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.running = True
+        self.where = {
+            "cluster": self.conf.cluster_name or "cluster",
+            "conf_path": self.conf_path,
+            "ctld_host": self.conf.slurmctld_host or "localhost",
+            "ctld_port": self.conf.slurmctld_port,
+        }
+
+    # ------------------------------------------------------------------ messaging
+    def send_ctld(self, msg_type: str, body: dict[str, Any]) -> None:
+        try:
+            self.ctld.send_multipart([b""] + wire.seal(self.key, msg_type, body), flags=zmq.NOBLOCK)
+        except zmq.Again:
+            log.debug("controller queue full; %s dropped (will be resent)", msg_type)
+
+    def register(self) -> None:
+        self.send_ctld("node_register", {
+            "node": self.name,
+            "cpus": self.node_conf.cpus,
+            "real_memory": self.node_conf.real_memory,
+            "boot_time": psutil.boot_time(),
+            "slurmd_start_time": self.start_time,
+            "running_jobs": sorted(self.jobs),
+            "os": f"{platform.system()} {platform.release()} {platform.version()}",
+            "arch": platform.machine(),
+            "version": VERSION,
+            "cpu_load": os.getloadavg()[0],
+            "free_mem": psutil.virtual_memory().available // (1024 * 1024),
+        })
+        for report in self.unacked.values():
+            self.send_ctld("job_ended", report)
+
+    def ping(self) -> None:
+        self.send_ctld("node_ping", {
+            "node": self.name,
+            "running_jobs": sorted(self.jobs),
+            "cpu_load": os.getloadavg()[0],
+            "free_mem": psutil.virtual_memory().available // (1024 * 1024),
+        })
+        for report in self.unacked.values():
+            self.send_ctld("job_ended", report)
+
+    def _open(self, frames: list[bytes]) -> tuple[dict, Any] | None:
+        try:
+            header, raw = wire.open_envelope(self.key, frames)
+            self.replays.check(header)
+            return header, protocol.decode_body(header["type"], raw)
+        except wire.AuthError as exc:
+            log.warning("dropped unauthenticated message: %s", exc)
+        except (wire.WireError, protocol.SchemaError) as exc:
+            log.warning("bad message: %s", exc)
+        return None
+
+    # ------------------------------------------------------------------ controller messages
+    def on_ctld(self, frames: list[bytes]) -> None:
+        if frames and frames[0] == b"":
+            frames = frames[1:]
+        opened = self._open(frames)
+        if opened is None:
+            return
+        header, msg = opened
+        kind = header["type"]
+        try:
+            if kind == "launch_job":
+                self.launch_batch(msg)
+            elif kind == "terminate_job":
+                self.terminate(msg.job_id, msg.kill_wait, msg.signal, msg.batch_host)
+            elif kind == "signal_job":
+                self.signal_job(msg.job_id, msg.signal, msg.batch_only)
+            elif kind == "job_ended_ack":
+                self.unacked.pop(msg.job_id, None)
+            elif kind == "please_register":
+                self.register()
+            else:
+                log.warning("unexpected message %s from controller", kind)
+        except Exception:
+            log.exception("error handling %s", kind)
+
+    def launch_batch(self, msg: protocol.LaunchJob) -> None:
+        if msg.job_id in self.jobs:
+            return  # a resent launch
+        try:
+            proc = launch.start_batch(msg, self.name, self.spool, self.where)
+        except launch.LaunchError as exc:
+            log.error("job %s failed to launch: %s", msg.job_id, exc)
+            self.report_end(msg.job_id, 1, 0)
+            return
+        self.jobs[msg.job_id] = RunningJob(msg.job_id, proc, time.time())
+        log.info("job %s started, pid %s", msg.job_id, proc.pid)
+
+    def _processes(self, job_id: int, batch_only: bool = False) -> list[subprocess.Popen]:
+        procs: list[subprocess.Popen] = []
+        job = self.jobs.get(job_id)
+        if job is not None and job.proc is not None:
+            procs.append(job.proc)
+        if not batch_only:
+            procs.extend(p for (jid, _), p in self.steps.items() if jid == job_id)
+        return procs
+
+    def signal_job(self, job_id: int, signum: int, batch_only: bool = False) -> None:
+        for proc in self._processes(job_id, batch_only):
+            _kill_group(proc.pid, signum)
+
+    def terminate(self, job_id: int, kill_wait: float, signum: int = signal.SIGTERM, batch_host: str = "") -> None:
+        procs = self._processes(job_id)
+        if not procs:
+            if batch_host == self.name and job_id not in self.unacked:
+                # The controller waits for a job this node no longer has
+                # (plurmd restarted): report it ended, killed.
+                self.report_end(job_id, 0, signal.SIGKILL)
+            return
+        for proc in procs:
+            _kill_group(proc.pid, signal.SIGCONT)
+            _kill_group(proc.pid, signum)
+        job = self.jobs.get(job_id)
+        deadline = time.monotonic() + kill_wait
+        if job is not None:
+            job.kill_at = deadline
+        for key, proc in self.steps.items():
+            if key[0] == job_id:
+                self._step_kill_at[key] = deadline
+
+    def report_end(self, job_id: int, exit_code: int, exit_signal: int) -> None:
+        report = {"node": self.name, "job_id": job_id, "exit_code": exit_code, "exit_signal": exit_signal,
+                  "end_time": time.time()}
+        self.unacked[job_id] = report
+        self.send_ctld("job_ended", report)
+
+    # ------------------------------------------------------------------ srun requests
+    def on_srun(self, frames: list[bytes]) -> None:
+        ident, rest = frames[0], frames[1:]
+        if rest and rest[0] == b"":
+            rest = rest[1:]
+        opened = self._open(rest)
+        if opened is None:
+            return
+        header, msg = opened
+        reply: dict[str, Any]
+        try:
+            if header["type"] == "launch_tasks":
+                reply = self.launch_step(header, msg)
+            elif header["type"] == "signal_tasks":
+                proc = self.steps.get((msg.job_id, msg.step_id))
+                if proc is not None:
+                    _kill_group(proc.pid, msg.signal)
+                reply = {"ok": True}
+            else:
+                reply = {"error": f"unexpected message {header['type']}"}
+        except Exception as exc:
+            log.exception("error handling %s", header["type"])
+            reply = {"error": str(exc)}
+        kind = "error" if "error" in reply else "reply"
+        body = {"message": reply["error"], "code": "LaunchError"} if kind == "error" else reply
+        self.srv.send_multipart([ident, b""] + wire.seal(self.key, kind, body, header.get("id")))
+
+    def launch_step(self, header: dict, msg: protocol.LaunchTasks) -> dict[str, Any]:
+        if header["uid"] not in (0, os.getuid(), msg.uid):
+            return {"error": "Access/permission denied"}
+        proc = launch.start_stepd(msg, self.name, self.spool, self.key_path)
+        self.steps[(msg.job_id, msg.step_id)] = proc
+        return {"ok": True, "pid": proc.pid}
+
+    @property
+    def key_path(self) -> str:
+        return key_path_for(self.conf_path)
+
+    # ------------------------------------------------------------------ children
+    _step_kill_at: dict[tuple[int, int], float] = {}
+
+    def reap(self) -> None:
+        now = time.monotonic()
+        for job_id, job in list(self.jobs.items()):
+            if job.proc is None:
+                continue
+            status = job.proc.poll()
+            if status is None:
+                if job.kill_at is not None and now >= job.kill_at:
+                    _kill_group(job.proc.pid, signal.SIGKILL)
+                    job.kill_at = None
+                continue
+            # The script ended: its other processes (backgrounded) go with it.
+            _kill_group(job.proc.pid, signal.SIGKILL)
+            del self.jobs[job_id]
+            exit_code, exit_signal = (0, -status) if status < 0 else (status, 0)
+            log.info("job %s ended: exit %s signal %s", job_id, exit_code, exit_signal)
+            self.report_end(job_id, exit_code, exit_signal)
+        for key, proc in list(self.steps.items()):
+            if proc.poll() is not None:
+                del self.steps[key]
+                self._step_kill_at.pop(key, None)
+            elif key in self._step_kill_at and now >= self._step_kill_at[key]:
+                _kill_group(proc.pid, signal.SIGKILL)
+                del self._step_kill_at[key]
+
+    # ------------------------------------------------------------------ loop
+    def run(self) -> None:
+        self._step_kill_at = {}
+        poller = zmq.Poller()
+        poller.register(self.ctld, zmq.POLLIN)
+        poller.register(self.srv, zmq.POLLIN)
+        poller.register(self._wake_r, zmq.POLLIN)
+        self.register()
+        next_ping = time.monotonic() + PING_INTERVAL_S
+        while self.running:
+            timeout_ms = max(0.0, min(next_ping - time.monotonic(), 0.5)) * 1000
+            events = dict(poller.poll(timeout_ms))
+            if self._wake_r.fileno() in events:
+                try:
+                    while self._wake_r.recv(4096):
+                        pass
+                except BlockingIOError:
+                    pass
+            while True:
+                try:
+                    self.on_ctld(self.ctld.recv_multipart(zmq.NOBLOCK))
+                except zmq.Again:
+                    break
+            while True:
+                try:
+                    self.on_srun(self.srv.recv_multipart(zmq.NOBLOCK))
+                except zmq.Again:
+                    break
+            self.reap()
+            if time.monotonic() >= next_ping:
+                self.ping()
+                next_ping = time.monotonic() + PING_INTERVAL_S
+
+    def stop(self, *_args: Any) -> None:
+        self.running = False
+
+
+def _kill_group(pid: int, signum: int) -> None:
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="plurmd", description="plurm node daemon")
+    parser.add_argument("-D", action="store_true", help="run in the foreground")
+    parser.add_argument("-N", dest="node", help="node name (default: the short host name)")
+    parser.add_argument("-f", dest="conf", help="slurm.conf to read (default: $SLURM_CONF)")
+    parser.add_argument("-L", dest="logfile", help="log file")
+    parser.add_argument("-v", action="count", default=0)
+    parser.add_argument("--pidfile")
+    args = parser.parse_args(argv)
+    logging.basicConfig(filename=args.logfile, level=logging.DEBUG if args.v >= 2 else logging.INFO,
+                        format="[%(asctime)s] plurmd-%(name)s: %(levelname)s: %(message)s")
+    if not args.D:
+        from plurm.tools.daemonize import daemonize
+
+        daemonize()
+    node = args.node or socket.gethostname().split(".", 1)[0]
+    try:
+        daemon = NodeDaemon(args.conf or conf_path(), node)
+    except Exception as exc:
+        log.error("plurmd cannot start: %s", exc)
+        print(f"plurmd: error: {exc}", file=sys.stderr)
+        return 1
+    if args.pidfile:
+        with open(args.pidfile, "w") as handle:
+            handle.write(f"{os.getpid()}\n")
+    signal.signal(signal.SIGTERM, daemon.stop)
+    signal.signal(signal.SIGINT, daemon.stop)
+    log.name = node
+    daemon.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

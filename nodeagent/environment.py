@@ -1,0 +1,127 @@
+"""The environment Slurm gives a batch script and each task of a step.
+
+Compare ../shared/reference/slurm-22.05/envfile_*.txt: the variables, their
+names and their formats (e.g. SLURM_TASKS_PER_NODE=2(x3),1) follow what
+the real slurmd sets.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from plurm.grammar.hostlist import compress
+
+
+def compress_counts(counts: list[int]) -> str:
+    """Slurm's run-length form: [2, 2, 2, 1] -> "2(x3),1"."""
+    parts: list[str] = []
+    i = 0
+    while i < len(counts):
+        j = i
+        while j + 1 < len(counts) and counts[j + 1] == counts[i]:
+            j += 1
+        run = j - i + 1
+        parts.append(f"{counts[i]}(x{run})" if run > 1 else str(counts[i]))
+        i = j + 1
+    return ",".join(parts)
+
+
+def job_variables(job: dict[str, Any], node_name: str, *, cluster: str, conf_path: str, ctld_host: str,
+                  ctld_port: int) -> dict[str, str]:
+    """SLURM_* variables describing the job's allocation (batch script and steps alike)."""
+    spec = job["spec"]
+    nodes: list[str] = job.get("nodes", [])
+    nodelist = compress(nodes)
+    node_index = nodes.index(node_name) if node_name in nodes else 0
+    cpus = job.get("cpus", [])
+    env = {
+        "SLURMD_NODENAME": node_name,
+        "SLURM_CLUSTER_NAME": cluster,
+        "SLURM_CONF": conf_path,
+        "SLURM_CPUS_ON_NODE": str(cpus[node_index] if cpus else 1),
+        "SLURM_JOBID": str(job["job_id"]),
+        "SLURM_JOB_ID": str(job["job_id"]),
+        "SLURM_JOB_CPUS_PER_NODE": compress_counts(cpus),
+        "SLURM_JOB_GID": str(spec.get("group_id", 0)),
+        "SLURM_JOB_NAME": spec.get("name", ""),
+        "SLURM_JOB_NODELIST": nodelist,
+        "SLURM_JOB_NUM_NODES": str(len(nodes)),
+        "SLURM_JOB_PARTITION": job.get("partition", ""),
+        "SLURM_JOB_UID": str(spec.get("user_id", 0)),
+        "SLURM_JOB_USER": spec.get("user", ""),
+        "SLURM_NNODES": str(len(nodes)),
+        "SLURM_NODELIST": nodelist,
+        "SLURM_NODE_ALIASES": "(null)",
+        "SLURM_PRIO_PROCESS": "0",
+        "SLURM_SUBMIT_DIR": spec.get("work_dir", "/"),
+        "SLURM_SUBMIT_HOST": spec.get("submit_host", "localhost"),
+        "SLURM_TASKS_PER_NODE": compress_counts(job.get("tasks", [])),
+        "SLURM_TOPOLOGY_ADDR": node_name,
+        "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
+        "SLURM_WORKING_CLUSTER": f"{cluster}:{ctld_host}:{ctld_port}:9728:109",
+    }
+    if spec.get("mem_per_node"):
+        env["SLURM_MEM_PER_NODE"] = str(spec["mem_per_node"])
+    elif job.get("mem") and cpus and cpus[0]:
+        env["SLURM_MEM_PER_CPU"] = str(spec.get("mem_per_cpu") or job["mem"][0] // cpus[0])
+    if spec.get("ntasks") is not None:
+        env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(spec["ntasks"])
+    if spec.get("ntasks_per_node"):
+        env["SLURM_NTASKS_PER_NODE"] = str(spec["ntasks_per_node"])
+    if spec.get("cpus_per_task") is not None:
+        env["SLURM_CPUS_PER_TASK"] = str(spec["cpus_per_task"])
+    if spec.get("account"):
+        env["SLURM_JOB_ACCOUNT"] = spec["account"]
+    if spec.get("qos"):
+        env["SLURM_JOB_QOS"] = spec["qos"]
+    if job.get("array_job_id") is not None:
+        indices = spec.get("array_indices") or [job.get("array_task_id", 0)]
+        env["SLURM_ARRAY_JOB_ID"] = str(job["array_job_id"])
+        env["SLURM_ARRAY_TASK_ID"] = str(job.get("array_task_id"))
+        env["SLURM_ARRAY_TASK_COUNT"] = str(len(indices))
+        env["SLURM_ARRAY_TASK_MAX"] = str(max(indices))
+        env["SLURM_ARRAY_TASK_MIN"] = str(min(indices))
+        steps = {b - a for a, b in zip(sorted(indices), sorted(indices)[1:])}
+        env["SLURM_ARRAY_TASK_STEP"] = str(steps.pop() if len(steps) == 1 else 1)
+    return env
+
+
+def batch_environment(job: dict[str, Any], submitted: dict[str, str], node_name: str, **where: Any
+                      ) -> dict[str, str]:
+    """The batch script's environment: what sbatch exported, then Slurm's variables."""
+    env = dict(submitted)
+    env.update(job_variables(job, node_name, **where))
+    env.update({"SLURM_GTIDS": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_PROCID": "0"})
+    env.setdefault("ENVIRONMENT", "BATCH")
+    return env
+
+
+def task_environment(base: dict[str, str], *, job_id: int, step_id: int, rank: int, local_id: int,
+                     node_id: int, ntasks: int, nodelist: list[str], tasks_per_node: list[int],
+                     node_task_ids: list[int], node_name: str) -> dict[str, str]:
+    """One task of a step: the step's environment plus its ranks."""
+    env = dict(base)
+    step_nodes = compress(nodelist)
+    env.update({
+        "SLURM_STEP_ID": str(step_id),
+        "SLURM_STEPID": str(step_id),
+        "SLURM_STEP_NODELIST": step_nodes,
+        "SLURM_STEP_NUM_NODES": str(len(nodelist)),
+        "SLURM_STEP_NUM_TASKS": str(ntasks),
+        "SLURM_STEP_TASKS_PER_NODE": compress_counts(tasks_per_node),
+        "SLURM_PROCID": str(rank),
+        "SLURM_LOCALID": str(local_id),
+        "SLURM_NODEID": str(node_id),
+        "SLURM_GTIDS": ",".join(str(t) for t in node_task_ids),
+        "SLURM_NTASKS": str(ntasks),
+        "SLURM_NPROCS": str(ntasks),
+        "SLURM_TASKS_PER_NODE": compress_counts(tasks_per_node),
+        "SLURM_NODELIST": step_nodes if "SLURM_NODELIST" not in env else env["SLURM_NODELIST"],
+        "SLURMD_NODENAME": node_name,
+        "SLURM_TOPOLOGY_ADDR": node_name,
+        "SLURM_JOB_ID": str(job_id),
+        "SLURM_JOBID": str(job_id),
+    })
+    env["SLURM_TASK_PID"] = str(os.getpid())
+    return env

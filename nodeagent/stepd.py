@@ -1,0 +1,86 @@
+"""plurmstepd: runs the tasks of one job step on one node (Slurm's slurmstepd).
+
+Started by plurmd with a JSON payload on stdin (the LaunchTasks message,
+the node name, the key path).  It connects a DEALER back to srun, starts
+the node's tasks with their ranks in the environment, forwards their output
+as it comes, and reports each task's exit status.  Tasks share its process
+group, so plurmd's signals (cancel, time limit) reach them all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+
+import zmq
+
+from plurm.corescheduler import wire
+from plurm.nodeagent import environment
+
+
+def main() -> int:
+    payload = json.loads(sys.stdin.buffer.read())
+    msg, node_name = payload["msg"], payload["node"]
+    key = wire.load_key(payload["key_path"])
+    # Signals from plurmd hit the whole process group: the tasks handle them;
+    # this process stays to report how they ended.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 5000)
+    sock.connect(f"tcp://{msg['io_host']}:{msg['io_port']}")
+
+    def send(kind: str, body: dict) -> None:
+        sock.send_multipart([b""] + wire.seal(key, kind, body))
+
+    selector = selectors.DefaultSelector()
+    procs: dict[int, subprocess.Popen] = {}
+    task_ids = msg["task_ids"]
+    for local_id, rank in enumerate(task_ids):
+        env = environment.task_environment(
+            msg["environment"], job_id=msg["job_id"], step_id=msg["step_id"], rank=rank, local_id=local_id,
+            node_id=msg["node_id"], ntasks=msg["ntasks"], nodelist=msg["nodelist"],
+            tasks_per_node=msg["tasks_per_node"], node_task_ids=task_ids, node_name=node_name)
+        cwd = msg["work_dir"] if os.path.isdir(msg["work_dir"]) else "/tmp"
+        try:
+            proc = subprocess.Popen(msg["argv"], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
+                                    restore_signals=True,
+                                    preexec_fn=lambda: (signal.signal(signal.SIGTERM, signal.SIG_DFL),
+                                                        signal.signal(signal.SIGINT, signal.SIG_DFL)))
+        except OSError as exc:
+            text = f"slurmstepd: error: execve(): {msg['argv'][0]}: {exc.strerror}\n"
+            send("task_output", {"task": rank, "stream": 2, "data": text})
+            send("task_exit", {"task": rank, "exit_code": 2, "signal": 0})
+            continue
+        procs[rank] = proc
+        selector.register(proc.stdout, selectors.EVENT_READ, (rank, 1))
+        selector.register(proc.stderr, selectors.EVENT_READ, (rank, 2))
+    open_streams = 2 * len(procs)
+    while open_streams:
+        for key_obj, _ in selector.select():
+            rank, stream = key_obj.data
+            data = os.read(key_obj.fd, 65536)
+            if not data:
+                selector.unregister(key_obj.fileobj)
+                open_streams -= 1
+                continue
+            send("task_output", {"task": rank, "stream": stream,
+                                 "data": data.decode("utf-8", "surrogateescape")})
+    for rank, proc in procs.items():
+        status = proc.wait()
+        code, sig = (0, -status) if status < 0 else (status, 0)
+        send("task_exit", {"task": rank, "exit_code": code, "signal": sig})
+    send("node_done", {"node": node_name})
+    sock.close()
+    ctx.term()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

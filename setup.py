@@ -1,0 +1,127 @@
+"""Build plurm: one import package ``plurm`` from the repository's folders.
+
+The repository root is the package ``plurm`` and each design-card folder
+(corescheduler/, nodeagent/, plugins/, accel/, grammar/, tools/) one of its
+subpackages.  The scheduling kernels are plain Python typed by a ``.pxd``
+(Cython's pure-Python mode): where a C compiler exists they are compiled,
+otherwise the same files run as Python.  A failed compile warns and builds
+pure, unless PLURM_REQUIRE_EXTENSIONS=1 (CI) makes it fatal.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+SUBPACKAGES = ["corescheduler", "nodeagent", "plugins", "accel", "grammar", "tools"]
+
+# Each kernel is compiled from a ``*_c.py`` link to its pure-Python twin
+# ``*_py.py`` (aiohttp's reader_c/reader_py arrangement), typed by ``*_c.pxd``.
+KERNELS = [
+    "corescheduler/_placement_c.py",
+]
+
+COMMANDS = [
+    "sbatch=plurm.tools.sbatch:main",
+    "srun=plurm.tools.srun:main",
+    "salloc=plurm.tools.salloc:main",
+    "squeue=plurm.tools.squeue:main",
+    "scancel=plurm.tools.scancel:main",
+    "sinfo=plurm.tools.sinfo:main",
+    "scontrol=plurm.tools.scontrol:main",
+    "sacct=plurm.tools.sacct:main",
+    "plurm=plurm.tools.plurm:main",
+    "plurmctld=plurm.corescheduler.controller:main",
+    "plurmd=plurm.nodeagent.daemon:main",
+]
+
+
+def _packages() -> tuple[list[str], dict[str, str]]:
+    packages = ["plurm"]
+    package_dir = {"plurm": "."}
+    for sub in SUBPACKAGES:
+        for root, dirs, files in os.walk(sub):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "__"))]
+            if "__init__.py" in files:
+                packages.append("plurm." + root.replace(os.sep, "."))
+    return packages, package_dir
+
+
+def _require_extensions() -> bool:
+    return os.environ.get("PLURM_REQUIRE_EXTENSIONS", "") not in ("", "0")
+
+
+def _extensions() -> list:
+    if os.environ.get("PLURM_NO_EXTENSIONS", "") not in ("", "0"):
+        return []
+    try:
+        from Cython.Build import cythonize
+        from setuptools import Extension
+    except ImportError:
+        if _require_extensions():
+            raise
+        print("WARNING: Cython not available; building pure-Python plurm", file=sys.stderr)
+        return []
+    extensions = [
+        Extension("plurm." + path[:-3].replace("/", "."), [path]) for path in KERNELS
+    ]
+    return cythonize(extensions, language_level=3, quiet=True)
+
+
+class OptionalBuildExt(build_ext):
+    """Compile the kernels when possible; fall back loudly to pure Python."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # no compiler, missing headers, ...
+            if _require_extensions():
+                raise
+            print(f"WARNING: kernels not compiled ({exc}); pure Python in use", file=sys.stderr)
+
+    def build_extension(self, ext) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:
+            if _require_extensions():
+                raise
+            print(f"WARNING: {ext.name} not compiled ({exc}); pure Python in use", file=sys.stderr)
+
+
+packages, package_dir = _packages()
+
+setup(
+    name="plurm",
+    version="0.1.0",
+    description="A pluggable, vendor-neutral workload manager that speaks Slurm",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=packages,
+    package_dir=package_dir,
+    package_data={"plurm.grammar": ["*.lark"], "plurm.corescheduler": ["*.pxd"]},
+    ext_modules=_extensions(),
+    cmdclass={"build_ext": OptionalBuildExt},
+    install_requires=[
+        "pyzmq>=25",
+        "msgspec>=0.18",
+        "lark>=1.1",
+        "pluggy>=1.3",
+        "psutil>=5.9",
+    ],
+    extras_require={
+        "test": [
+            "pytest>=8",
+            "pytest-xdist>=3",
+            "pytest-timeout>=2",
+            "hypothesis>=6",
+        ],
+        "nvidia": ["nvidia-ml-py"],
+        "amd": ["amdsmi"],
+        "opencl": ["pyopencl"],
+    },
+    entry_points={"console_scripts": COMMANDS},
+    zip_safe=False,
+)

@@ -1,0 +1,127 @@
+"""From parsed sbatch/srun/salloc options to the JobSpec the controller takes.
+
+The options come from grammar/sbatch_cli.py (long option name -> typed
+value); the result is a plain dict with JobSpec's field names (see
+corescheduler/model.py), which the controller validates against the schema.
+Plain dicts, because the commands must not import msgspec on their
+start-up path.  Options plurm does not act on yet are kept, as given, in
+``other_options`` so that `scontrol show job` can show them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+# Options that become JobSpec fields (or shape the request) rather than other_options.
+_HANDLED = {
+    "job-name", "partition", "account", "qos", "nodes", "ntasks", "ntasks-per-node", "tasks-per-node",
+    "cpus-per-task", "mem", "mem-per-cpu", "time", "exclusive", "nodelist", "exclude", "hold", "nice",
+    "begin", "dependency", "requeue", "no-requeue", "chdir", "output", "error", "input", "open-mode",
+    "export", "array", "comment", "wrap", "parsable", "test-only", "verbose", "quiet", "help", "usage",
+    "version", "label", "pty", "overlap", "gres", "gpus",
+}
+
+
+def _export_environment(export: dict[str, Any] | None, environ: dict[str, str]) -> dict[str, str]:
+    """--export: ALL (default), NONE, NIL, or a list of names and NAME=value."""
+    if not export:
+        return dict(environ)
+    mode = export.get("mode", "ALL")
+    assignments = dict(export.get("assignments") or {})
+    if mode == "ALL":
+        env = dict(environ)
+    elif mode in ("NONE", "NIL"):
+        env = {}
+    else:
+        names = export.get("names") or []
+        env = dict(environ) if "ALL" in names else {n: environ[n] for n in names if n in environ}
+    env.update(assignments)
+    env["SLURM_EXPORT_ENV"] = export.get("spec", mode) if mode != "list" else export.get("spec", "")
+    return env
+
+
+def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str, str], batch: bool,
+               script: str | None = None, command: str | None = None, script_args: list[str] | None = None
+               ) -> dict[str, Any]:
+    spec: dict[str, Any] = {"name": options.get("job-name") or default_name, "batch": batch}
+    for option, field_name in (("partition", "partition"), ("account", "account"), ("qos", "qos"),
+                               ("ntasks", "ntasks"), ("cpus-per-task", "cpus_per_task"),
+                               ("mem", "mem_per_node"), ("mem-per-cpu", "mem_per_cpu"), ("nice", "nice"),
+                               ("output", "stdout"), ("error", "stderr"), ("input", "stdin"),
+                               ("comment", "comment")):
+        value = options.get(option)
+        if value is not None and value is not True:
+            spec[field_name] = value
+    per_node = options.get("ntasks-per-node", options.get("tasks-per-node"))
+    if isinstance(per_node, int):
+        spec["ntasks_per_node"] = per_node
+    nodes = options.get("nodes")
+    if isinstance(nodes, (list, tuple)):
+        spec["nodes_min"] = nodes[0]
+        if len(nodes) > 1 and nodes[1] is not None:
+            spec["nodes_max"] = nodes[1]
+    elif isinstance(nodes, int):
+        spec["nodes_min"] = spec["nodes_max"] = nodes
+    if "time" in options:
+        minutes = options["time"]
+        if minutes is None or minutes == 0:
+            spec["time_unlimited"] = True
+        else:
+            spec["time_limit"] = minutes
+    if options.get("exclusive"):
+        spec["exclusive"] = True
+    for option, field_name in (("nodelist", "req_nodes"), ("exclude", "exc_nodes")):
+        value = options.get(option)
+        if value:
+            spec[field_name] = list(value) if not isinstance(value, str) else [value]
+    if options.get("hold"):
+        spec["hold"] = True
+    if isinstance(options.get("begin"), (int, float)):
+        spec["begin_time"] = float(options["begin"])
+    dep = options.get("dependency")
+    if isinstance(dep, dict):
+        spec["dependency"] = dep.get("spec")
+    elif isinstance(dep, str):
+        spec["dependency"] = dep
+    if options.get("no-requeue"):
+        spec["requeue"] = False
+    open_mode = options.get("open-mode")
+    if open_mode:
+        spec["open_mode"] = open_mode.get("mode") if isinstance(open_mode, dict) else open_mode
+    spec["work_dir"] = options.get("chdir") or os.getcwd()
+    array = options.get("array")
+    if isinstance(array, dict):
+        spec["array_spec"] = array.get("spec")
+        spec["array_indices"] = list(array.get("indices") or [])
+        if array.get("max_running"):
+            spec["array_max_running"] = array["max_running"]
+    gres = []
+    for key in ("gres", "gpus"):
+        if key in options and options[key] is not None:
+            gres.append(f"{key}={_raw(options[key])}")
+    if gres:
+        spec["gres"] = " ".join(gres)
+    spec["environment"] = _export_environment(options.get("export"), environ)
+    spec["submit_host"] = socket.gethostname().split(".", 1)[0]
+    if script is not None:
+        spec["script"] = script
+    if command is not None:
+        spec["command"] = command
+    if script_args:
+        spec["script_args"] = list(script_args)
+    other = {k: _raw(v) for k, v in options.items() if k not in _HANDLED}
+    if other:
+        spec["other_options"] = other
+    return spec
+
+
+def _raw(value: Any) -> str:
+    if isinstance(value, dict) and "spec" in value:
+        return str(value["spec"])
+    if isinstance(value, (list, tuple)):
+        return ",".join(_raw(v) for v in value)
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    return str(value)

@@ -1,0 +1,223 @@
+"""`plurm cluster up|down`: a whole cluster on this host, from embedded defaults.
+
+No root and no configuration file: `up` writes DIR/slurm.conf (a real
+slurm.conf, the multiple-slurmd layout Slurm itself accepts: every node is
+its own daemon on 127.0.0.1 with its own port), a fresh key DIR/slurm.key,
+then starts plurmctld and one plurmd per node that is not already running,
+and waits until the nodes have registered.  `down` stops them by the pids
+in DIR/run/, each checked against its command line first.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from plurm.corescheduler import wire
+from plurm.corescheduler.client import ClientError, Connection, default_cluster_dir, read_settings
+
+CTLD_MODULE = "plurm.corescheduler.controller"
+NODED_MODULE = "plurm.nodeagent.daemon"
+
+
+@dataclass
+class ClusterShape:
+    nodes: int = 4
+    cpus_per_node: int = 4
+    memory_per_node: int = 4000  # MB
+    partition: str = "debug"
+    cluster_name: str = "plurm"
+
+
+def _free_port_block(count: int) -> int:
+    """A base port with ``count`` consecutive ports free on loopback."""
+    for _ in range(200):
+        base = random.randrange(20000, 60000 - count)
+        sockets = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(("127.0.0.1", port))
+                sockets.append(sock)
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+    raise RuntimeError("no free block of ports on 127.0.0.1")
+
+
+def render_conf(directory: str, shape: ClusterShape, base_port: int) -> str:
+    """The local cluster's slurm.conf."""
+    n = shape.nodes
+    first_node_port = base_port + 2
+    names = f"n[1-{n}]" if n > 1 else "n1"
+    ports = f"[{first_node_port}-{first_node_port + n - 1}]" if n > 1 else str(first_node_port)
+    d = os.path.abspath(directory)
+    def_mem = max(1, shape.memory_per_node // max(shape.cpus_per_node, 1))
+    return f"""\
+# A plurm local cluster, written by `plurm cluster up`.  Slurm reads it too.
+ClusterName={shape.cluster_name}
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort={base_port}
+SlurmdPort={base_port + 1}
+SlurmUser={getpass.getuser()}
+SlurmdUser={getpass.getuser()}
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool/%n
+SlurmctldPidFile={d}/run/plurmctld.pid
+SlurmdPidFile={d}/run/plurmd-%n.pid
+SlurmctldLogFile={d}/log/plurmctld.log
+SlurmdLogFile={d}/log/plurmd-%n.log
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+SchedulerType=sched/backfill
+PriorityType=priority/basic
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+ReturnToService=2
+SlurmdTimeout=300
+KillWait=10
+MinJobAge=300
+DefMemPerCPU={def_mem}
+NodeName={names} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} CPUs={shape.cpus_per_node} \
+RealMemory={shape.memory_per_node} State=UNKNOWN
+PartitionName={shape.partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+class LocalCluster:
+    def __init__(self, directory: str | None = None) -> None:
+        self.dir = os.path.abspath(directory or default_cluster_dir())
+        self.conf_path = os.path.join(self.dir, "slurm.conf")
+        self.key_path = os.path.join(self.dir, "slurm.key")
+        self.run_dir = os.path.join(self.dir, "run")
+        self.log_dir = os.path.join(self.dir, "log")
+
+    # -- files
+    def write_files(self, shape: ClusterShape) -> bool:
+        """Write slurm.conf and the key unless they exist; True when written."""
+        for sub in ("state", "spool", "run", "log"):
+            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        if not os.path.exists(self.key_path):
+            fd = os.open(self.key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(wire.new_key() + b"\n")
+        if os.path.exists(self.conf_path):
+            return False
+        text = render_conf(self.dir, shape, _free_port_block(shape.nodes + 2))
+        tmp = self.conf_path + ".tmp"
+        with open(tmp, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, self.conf_path)
+        return True
+
+    def node_names(self) -> list[str]:
+        from plurm.grammar.slurmconf import load_slurm_conf
+
+        return list(load_slurm_conf(self.conf_path).nodes)
+
+    # -- processes
+    def _pidfile(self, name: str) -> str:
+        return os.path.join(self.run_dir, f"{name}.pid")
+
+    def _alive(self, name: str, module: str) -> int | None:
+        try:
+            with open(self._pidfile(name)) as handle:
+                pid = int(handle.read().strip())
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+        except (OSError, ValueError):
+            return None
+        return pid if module.encode() in cmdline and self.conf_path.encode() in cmdline else None
+
+    def _spawn(self, name: str, module: str, extra: list[str]) -> int:
+        log_path = os.path.join(self.log_dir, f"{name}.log")
+        env = dict(os.environ, SLURM_CONF=self.conf_path)
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen([sys.executable, "-m", module, "-D", "-f", self.conf_path, *extra],
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                                    start_new_session=True, close_fds=True)
+        with open(self._pidfile(name), "w") as handle:
+            handle.write(f"{proc.pid}\n")
+        return proc.pid
+
+    def up(self, shape: ClusterShape, timeout: float = 60.0) -> list[str]:
+        """Start whatever is not running; return what was started."""
+        self.write_files(shape)
+        started: list[str] = []
+        if self._alive("plurmctld", CTLD_MODULE) is None:
+            self._spawn("plurmctld", CTLD_MODULE, [])
+            started.append("plurmctld")
+        names = self.node_names()
+        for name in names:
+            if self._alive(f"plurmd-{name}", NODED_MODULE) is None:
+                self._spawn(f"plurmd-{name}", NODED_MODULE, ["-N", name])
+                started.append(f"plurmd-{name}")
+        self.wait_ready(names, timeout)
+        return started
+
+    def wait_ready(self, names: list[str], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last_error = "no answer"
+        while time.monotonic() < deadline:
+            try:
+                conn = Connection(read_settings(self.conf_path), timeout=2.0)
+                try:
+                    info = conn.request("node_info", {})
+                finally:
+                    conn.close()
+                ready = {n["name"] for n in info["nodes"] if n.get("responding")}
+                if ready.issuperset(names):
+                    return
+                last_error = f"waiting for nodes {sorted(set(names) - ready)}"
+            except ClientError as exc:
+                last_error = str(exc)
+            time.sleep(0.1)
+        raise RuntimeError(f"cluster did not come up within {timeout:.0f}s: {last_error} (logs in {self.log_dir})")
+
+    def down(self, timeout: float = 15.0) -> list[str]:
+        stopped: list[str] = []
+        targets: list[tuple[str, int]] = []
+        for entry in sorted(os.listdir(self.run_dir)) if os.path.isdir(self.run_dir) else []:
+            if not entry.endswith(".pid"):
+                continue
+            name = entry[:-4]
+            module = CTLD_MODULE if name == "plurmctld" else NODED_MODULE
+            pid = self._alive(name, module)
+            if pid is not None:
+                targets.append((name, pid))
+            else:
+                os.unlink(os.path.join(self.run_dir, entry))
+        for name, pid in targets:
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for name, pid in targets:
+            while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}") and not _is_zombie(pid):
+                time.sleep(0.05)
+            if os.path.exists(f"/proc/{pid}") and not _is_zombie(pid):
+                os.kill(pid, signal.SIGKILL)
+            try:
+                os.unlink(self._pidfile(name))
+            except OSError:
+                pass
+            stopped.append(name)
+        return stopped
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True

@@ -1,0 +1,92 @@
+"""`plurm`: the administrator's and developer's entry point.
+
+    plurm cluster up [--nodes N] [--cpus-per-node C] [--memory-per-node MB] [--dir DIR]
+    plurm cluster down [--dir DIR]
+    plurm cluster status [--dir DIR]
+    plurm demo [--dir DIR] [--keep]
+    plurm bench e2e [...]          (tests/bench/e2e.py against the local cluster)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    from plurm.tools.localcluster import ClusterShape, LocalCluster
+
+    cluster = LocalCluster(args.dir)
+    if args.action == "up":
+        shape = ClusterShape(nodes=args.nodes, cpus_per_node=args.cpus_per_node,
+                             memory_per_node=args.memory_per_node)
+        if os.path.exists(cluster.conf_path) and args.nodes_given:
+            print(f"plurm: {cluster.conf_path} exists; its node list is kept "
+                  f"(run `plurm cluster down --dir {cluster.dir}` and remove it to change the shape)",
+                  file=sys.stderr)
+        try:
+            started = cluster.up(shape, timeout=args.timeout)
+        except RuntimeError as exc:
+            print(f"plurm: error: {exc}", file=sys.stderr)
+            return 1
+        if started:
+            print(f"plurm: started {', '.join(started)}", file=sys.stderr)
+        else:
+            print("plurm: everything was already running", file=sys.stderr)
+        print(f"export SLURM_CONF={cluster.conf_path}")
+        return 0
+    if args.action == "down":
+        stopped = cluster.down()
+        print(f"plurm: stopped {', '.join(stopped) if stopped else 'nothing (not running)'}", file=sys.stderr)
+        return 0
+    # status
+    from plurm.tools.localcluster import CTLD_MODULE, NODED_MODULE
+
+    if not os.path.exists(cluster.conf_path):
+        print(f"plurm: no cluster in {cluster.dir}", file=sys.stderr)
+        return 1
+    ctld = cluster._alive("plurmctld", CTLD_MODULE)
+    print(f"plurmctld: {'running, pid ' + str(ctld) if ctld else 'stopped'}")
+    for name in cluster.node_names():
+        pid = cluster._alive(f"plurmd-{name}", NODED_MODULE)
+        print(f"plurmd -N {name}: {'running, pid ' + str(pid) if pid else 'stopped'}")
+    print(f"export SLURM_CONF={cluster.conf_path}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="plurm", description="plurm: a workload manager that speaks Slurm")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cluster = sub.add_parser("cluster", help="a local cluster on this host")
+    cluster.add_argument("action", choices=["up", "down", "status"])
+    cluster.add_argument("--nodes", type=int, default=None)
+    cluster.add_argument("--cpus-per-node", type=int, default=4)
+    cluster.add_argument("--memory-per-node", type=int, default=4000, help="MB")
+    cluster.add_argument("--dir", default=None, help="cluster directory (default ~/.local/state/plurm/cluster)")
+    cluster.add_argument("--timeout", type=float, default=60.0)
+    demo = sub.add_parser("demo", help="start a local cluster, run example jobs, show the results")
+    demo.add_argument("--dir", default=None)
+    demo.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
+    bench = sub.add_parser("bench", help="benchmarks (see docs/performance.md)")
+    bench.add_argument("what", choices=["e2e"])
+    bench.add_argument("rest", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    if args.command == "cluster":
+        args.nodes_given = args.nodes is not None
+        args.nodes = args.nodes or 4
+        return _cluster(args)
+    if args.command == "demo":
+        from plurm.tools.demo import run_demo
+
+        return run_demo(args.dir, keep=args.keep)
+    if args.command == "bench":
+        from plurm.tools.bench import run_bench
+
+        return run_bench(args.what, args.rest)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

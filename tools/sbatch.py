@@ -1,0 +1,89 @@
+"""sbatch: submit a batch script (Slurm's command, same options and messages)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+
+def _print_lines(lines: list[str]) -> None:
+    for line in lines:
+        print(line, file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from plurm.grammar.options import OptionError
+    from plurm.grammar.sbatch_cli import format_verbose_block, help_text, parse_sbatch, usage_text, version_text
+
+    argv = sys.argv[1:] if argv is None else argv
+    environ = dict(os.environ)
+    try:
+        try:
+            req = parse_sbatch(argv, environ)
+        except OptionError as exc:
+            # No script file and no --wrap: sbatch reads the script from standard
+            # input.  Read it only then, so that a script file never waits on stdin.
+            if exc.exit_code == 1 and exc.lines and "Batch script is empty" in exc.lines[0] \
+                    and not sys.stdin.isatty():
+                req = parse_sbatch(argv, environ, sys.stdin.buffer.read())
+            else:
+                raise
+    except OptionError as exc:
+        _print_lines(exc.lines)
+        return exc.exit_code
+    options = req.options
+    if options.get("help"):
+        sys.stdout.write(help_text("sbatch"))
+        return 0
+    if options.get("usage"):
+        sys.stdout.write(usage_text("sbatch"))
+        return 0
+    if options.get("version"):
+        sys.stdout.write(version_text("sbatch"))
+        return 0
+    _print_lines(req.warnings)
+    if req.verbose:
+        sys.stderr.write(format_verbose_block(req))
+    from plurm.corescheduler.client import ClientError, request
+    from plurm.tools.jobspec import build_spec
+
+    if options.get("wrap") is not None:
+        default_name = "wrap"
+    elif req.script_path:
+        default_name = os.path.basename(req.script_path)
+    else:
+        default_name = "sbatch"
+    spec = build_spec(options, default_name=default_name, environ=environ, batch=True, script=req.script_text,
+                      command=os.path.abspath(req.script_path) if req.script_path else None,
+                      script_args=req.script_args)
+    test_only = bool(options.get("test-only"))
+    try:
+        reply = request("submit_job", {"spec": spec, "test_only": test_only})
+    except ClientError as exc:
+        detail = exc.detail
+        if exc.code in ("ConnectError", "Timeout", "ConfigError", "AuthenticationError"):
+            print(f"sbatch: error: Batch job submission failed: {exc}", file=sys.stderr)
+            return 1
+        if detail:
+            print(f"sbatch: error: {detail}", file=sys.stderr)
+        print(f"sbatch: error: Batch job submission failed: {exc}", file=sys.stderr)
+        return 1
+    for warning in reply.get("warnings", []):
+        print(f"sbatch: warning: {warning}", file=sys.stderr)
+    if test_only:
+        start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(reply["start_time"]))
+        from plurm.grammar.hostlist import compress
+
+        print(f"sbatch: Job {reply['job_id']} to start at {start} using {reply['cpus']} processors on nodes "
+              f"{compress(reply['nodes'])} in partition {reply['partition']}", file=sys.stderr)
+        return 0
+    if options.get("parsable"):
+        print(reply["job_id"])
+    else:
+        print(f"Submitted batch job {reply['job_id']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
