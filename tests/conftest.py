@@ -1,0 +1,39 @@
+"""Shared fixtures: a real local cluster (real daemons, real processes, real files)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from plurmtest import Cluster, start_cluster
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One 4-node cluster (4 CPUs, 4000 MB each) shared by the tests of a session."""
+    c = start_cluster(tmp_path_factory.mktemp("plurm"))
+    try:
+        yield c
+    finally:
+        c.down()
+
+
+@pytest.fixture
+def fresh_cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """A cluster of the test's own, for tests that kill or restart daemons."""
+    c = start_cluster(tmp_path, nodes=2, cpus=2, memory=2000)
+    try:
+        yield c
+    finally:
+        c.down()
+        shutil.rmtree(c.dir / "spool", ignore_errors=True)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    d = tmp_path / "work"
+    d.mkdir()
+    return d

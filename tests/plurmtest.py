@@ -1,0 +1,109 @@
+"""Test helpers: a real local cluster (real daemons, real processes, real files)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+BIN_DIR = Path(sys.executable).parent
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+REFERENCE = SHARED / "reference" / "slurm-22.05"
+
+
+def command(name: str) -> list[str]:
+    """The installed console script (what users run), else the module."""
+    path = BIN_DIR / name
+    if path.exists():
+        return [str(path)]
+    modules = {"plurmctld": "plurm.corescheduler.controller", "plurmd": "plurm.nodeagent.daemon"}
+    return [sys.executable, "-m", modules.get(name, f"plurm.tools.{name}")]
+
+
+@dataclass
+class Cluster:
+    dir: Path
+    conf: Path
+    env: dict[str, str]
+
+    def run(self, name: str, *args: str, input: str | None = None, cwd: str | Path | None = None,
+            check: bool = False, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+        full_env = dict(self.env, **(env or {}))
+        proc = subprocess.run(command(name) + list(args), capture_output=True, text=True, input=input,
+                              cwd=cwd, env=full_env, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{name} {args} failed ({proc.returncode}): {proc.stdout}{proc.stderr}")
+        return proc
+
+    def sbatch(self, *args: str, cwd: str | Path | None = None, **kw) -> int:
+        out = self.run("sbatch", "--parsable", *args, cwd=cwd, check=True, **kw).stdout.strip()
+        return int(out.split(";")[0])
+
+    def job(self, job_id: int | str) -> dict:
+        from plurm.corescheduler.client import read_settings, request
+
+        jobs = request("job_info", {"job_ids": [str(job_id)], "all_states": True},
+                       read_settings(str(self.conf)))["jobs"]
+        return jobs[0] if jobs else {}
+
+    def request(self, msg_type: str, body: dict) -> dict:
+        from plurm.corescheduler.client import read_settings, request
+
+        return request(msg_type, body, read_settings(str(self.conf)))
+
+    def wait_state(self, job_id: int | str, states: set[str] | str, timeout: float = 30.0) -> dict:
+        states = {states} if isinstance(states, str) else states
+        deadline = time.monotonic() + timeout
+        job: dict = {}
+        while time.monotonic() < deadline:
+            job = self.job(job_id)
+            if job.get("state", "PENDING") in states and not job.get("completing"):
+                return job
+            time.sleep(0.05)
+        raise AssertionError(f"job {job_id} not in {states} after {timeout}s: {job}")
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Until no job is pending or running (the cluster is free again)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            jobs = self.request("job_info", {})["jobs"]
+            if not jobs:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"jobs still active: {[j['job_id'] for j in jobs]}")
+
+    def up(self, *extra: str) -> subprocess.CompletedProcess:
+        return self.run("plurm", "cluster", "up", "--dir", str(self.dir), *extra, check=True)
+
+    def down(self) -> subprocess.CompletedProcess:
+        return self.run("plurm", "cluster", "down", "--dir", str(self.dir))
+
+
+def start_cluster(base: Path, nodes: int = 4, cpus: int = 4, memory: int = 4000) -> Cluster:
+    directory = base / "cluster"
+    env = dict(os.environ, SLURM_CONF=str(directory / "slurm.conf"))
+    env.pop("SLURM_JOB_ID", None)
+    cluster = Cluster(directory, directory / "slurm.conf", env)
+    cluster.up("--nodes", str(nodes), "--cpus-per-node", str(cpus), "--memory-per-node", str(memory))
+    return cluster
+
+
+def write_script(directory: Path, name: str, body: str) -> Path:
+    path = directory / name
+    path.write_text(body)
+    return path
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")

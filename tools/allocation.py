@@ -1,0 +1,66 @@
+"""Interactive allocations for srun and salloc: ask, wait, release."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from plurm.corescheduler.client import ClientError, Connection
+
+
+class AllocationError(Exception):
+    pass
+
+
+def job_record(conn: Connection, job_id: int) -> dict[str, Any] | None:
+    try:
+        jobs = conn.request("job_info", {"job_ids": [str(job_id)], "all_states": True})["jobs"]
+    except ClientError:
+        return None
+    return next((j for j in jobs if j["job_id"] == job_id), None)
+
+
+def allocate(conn: Connection, spec: dict[str, Any], prog: str, immediate: float | None = None,
+             quiet: bool = False) -> dict[str, Any]:
+    """Submit an allocation request and wait until it runs; return the job record."""
+    try:
+        reply = conn.request("submit_job", {"spec": spec})
+    except ClientError as exc:
+        if exc.detail:
+            print(f"{prog}: error: {exc.detail}", file=sys.stderr)
+        raise AllocationError(f"{prog}: error: Unable to allocate resources: {exc}") from None
+    job_id = reply["job_id"]
+    announced = False
+    delay = 0.02
+    started = time.monotonic()
+    while True:
+        job = job_record(conn, job_id)
+        if job is None:
+            raise AllocationError(f"{prog}: error: Job allocation {job_id} has been revoked.")
+        state = job.get("state", "PENDING")
+        if state == "RUNNING":
+            if announced and not quiet:
+                print(f"{prog}: job {job_id} has been allocated resources", file=sys.stderr)
+            return job
+        if state != "PENDING":
+            raise AllocationError(f"{prog}: error: Job allocation {job_id} has been revoked.")
+        if not announced and not quiet:
+            print(f"{prog}: job {job_id} queued and waiting for resources", file=sys.stderr)
+            announced = True
+        if immediate is not None and time.monotonic() - started > immediate:
+            release(conn, job_id, cancel=True)
+            raise AllocationError(f"{prog}: error: Unable to allocate resources: Requested node configuration "
+                                  "is not available")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def release(conn: Connection, job_id: int, exit_code: int = 0, cancel: bool = False) -> None:
+    try:
+        if cancel:
+            conn.request("cancel_job", {"job_ids": [str(job_id)]})
+        else:
+            conn.request("job_complete", {"job_id": job_id, "exit_code": exit_code})
+    except ClientError:
+        pass

@@ -1,0 +1,275 @@
+"""srun: run a parallel job step (inside an allocation, or with one of its own).
+
+Inside a batch job (SLURM_JOB_ID set) srun asks the controller for a step,
+then asks each node's plurmd to start that node's tasks.  The tasks' output
+comes back to srun over a ZeroMQ socket srun binds for the step, as Slurm's
+srun listens for its slurmstepds; srun prints it (``-l``: prefixed with the
+task rank), and returns the worst exit status of the tasks.  Outside an
+allocation srun first allocates one, and releases it at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from plurm.corescheduler.client import ClientError, Connection
+
+
+class Step:
+    """One running step: launch on every node, relay output, collect exits."""
+
+    def __init__(self, conn: Connection, job: dict[str, Any], step: dict[str, Any], argv: list[str],
+                 environ: dict[str, str], label: bool) -> None:
+        import zmq
+
+        from plurm.corescheduler import wire
+
+        self.zmq, self.wire = zmq, wire
+        self.conn = conn
+        self.job = job
+        self.step = step
+        self.argv = argv
+        self.environ = environ
+        self.label = label
+        self.cpus_per_task: int | None = None
+        self.ntasks = sum(step["tasks"])
+        self.width = len(str(max(self.ntasks - 1, 0)))
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.ROUTER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.port = self.sock.bind_to_random_port("tcp://0.0.0.0")
+        self.exits: dict[int, tuple[int, int]] = {}
+        self.nodes_done = 0
+        self.partial: dict[tuple[int, int], bytes] = {}
+        self.task_node: dict[int, str] = {}
+
+    def launch(self) -> None:
+        from plurm.nodeagent.environment import job_variables
+
+        settings = self.conn.settings
+        where = {"cluster": settings.cluster_name, "conf_path": settings.conf, "ctld_host": settings.host,
+                 "ctld_port": settings.port}
+        ranks = 0
+        nodelist = self.step["nodes"]
+        io_host = "127.0.0.1" if all(a["addr"] in ("127.0.0.1", "localhost") for a in self.step["addrs"]) \
+            else os.uname().nodename
+        for node_id, (addr, count) in enumerate(zip(self.step["addrs"], self.step["tasks"])):
+            task_ids = list(range(ranks, ranks + count))
+            ranks += count
+            for t in task_ids:
+                self.task_node[t] = addr["name"]
+            env = dict(self.environ)
+            env.update(job_variables(self.job, addr["name"], **where))
+            env["SLURM_STEP_LAUNCHER_PORT"] = str(self.port)
+            if self.cpus_per_task is not None:
+                env["SLURM_CPUS_PER_TASK"] = str(self.cpus_per_task)
+            body = {
+                "job_id": self.job["job_id"], "step_id": self.step["step_id"], "node_id": node_id,
+                "task_ids": task_ids, "ntasks": self.ntasks, "nodelist": nodelist,
+                "tasks_per_node": self.step["tasks"], "argv": self.argv, "environment": env,
+                "work_dir": os.getcwd(), "io_host": io_host, "io_port": self.port,
+                "uid": os.getuid(), "gid": os.getgid(),
+            }
+            node_conn = Connection(settings, host=addr["addr"], port=addr["port"], timeout=10.0)
+            try:
+                node_conn.request("launch_tasks", body)
+            except ClientError as exc:
+                raise ClientError(f"Task launch for StepId={self.job['job_id']}.{self.step['step_id']} "
+                                  f"failed on node {addr['name']}: {exc}", exc.code) from None
+            finally:
+                node_conn.close()
+
+    def _emit(self, task: int, stream: int, data: bytes, final: bool = False) -> None:
+        out = sys.stdout.buffer if stream == 1 else sys.stderr.buffer
+        if not self.label:
+            out.write(data)
+            out.flush()
+            return
+        key = (task, stream)
+        buf = self.partial.pop(key, b"") + data
+        lines = buf.split(b"\n")
+        rest = lines.pop()
+        prefix = f"{task:>{self.width}}: ".encode()
+        for line in lines:
+            out.write(prefix + line + b"\n")
+        if rest and final:
+            out.write(prefix + rest + b"\n")
+        elif rest:
+            self.partial[key] = rest
+        out.flush()
+
+    def signal(self, signum: int) -> None:
+        settings = self.conn.settings
+        for addr in self.step["addrs"]:
+            node_conn = Connection(settings, host=addr["addr"], port=addr["port"], timeout=2.0)
+            try:
+                node_conn.request("signal_tasks", {"job_id": self.job["job_id"], "step_id": self.step["step_id"],
+                                                   "signal": signum})
+            except ClientError:
+                pass
+            finally:
+                node_conn.close()
+
+    def relay(self) -> None:
+        import json
+
+        zmq, wire = self.zmq, self.wire
+        key = self.conn.key
+        poller = zmq.Poller()
+        poller.register(self.sock, zmq.POLLIN)
+        nodes = len(self.step["nodes"])
+        last_check = time.monotonic()
+        gone_since: float | None = None
+        while self.nodes_done < nodes:
+            if dict(poller.poll(500)).get(self.sock):
+                while True:
+                    try:
+                        frames = self.sock.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    try:
+                        header, raw = wire.open_envelope(key, frames[2:] if frames[1] == b"" else frames[1:])
+                    except wire.WireError:
+                        continue
+                    body = json.loads(raw)
+                    kind = header["type"]
+                    if kind == "task_output":
+                        self._emit(body["task"], body["stream"], body["data"].encode("utf-8", "surrogateescape"))
+                    elif kind == "task_exit":
+                        for stream in (1, 2):
+                            if (body["task"], stream) in self.partial:
+                                self._emit(body["task"], stream, b"", final=True)
+                        self.exits[body["task"]] = (body["exit_code"], body["signal"])
+                    elif kind == "node_done":
+                        self.nodes_done += 1
+            now = time.monotonic()
+            if now - last_check > 2.0:
+                # A cancelled or timed-out job: its stepds are killed; don't wait forever.
+                last_check = now
+                from plurm.tools.allocation import job_record
+
+                job = job_record(self.conn, self.job["job_id"])
+                if job is None or job.get("state") != "RUNNING":
+                    gone_since = gone_since or now
+                    if now - gone_since > 5.0:
+                        break
+
+    def result(self) -> tuple[int, int]:
+        """(exit code, signal) of the step: the worst task's, as srun reports it."""
+        worst_code, worst_sig = 0, 0
+        for task in range(self.ntasks):
+            code, sig = self.exits.get(task, (0, signal.SIGKILL))
+            if sig:
+                print(f"srun: error: {self.task_node.get(task, '?')}: task {task}: "
+                      f"{'Killed' if sig == signal.SIGKILL else signal.Signals(sig).name}", file=sys.stderr)
+                worst_sig = worst_sig or sig
+            elif code:
+                print(f"srun: error: {self.task_node.get(task, '?')}: task {task}: Exited with exit code {code}",
+                      file=sys.stderr)
+            worst_code = max(worst_code, code)
+        return worst_code, worst_sig
+
+    def close(self) -> None:
+        self.sock.close()
+        self.ctx.term()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from plurm.grammar.options import OptionError
+    from plurm.grammar.sbatch_cli import help_text, parse_srun, version_text
+
+    argv = sys.argv[1:] if argv is None else argv
+    environ = dict(os.environ)
+    try:
+        req = parse_srun(argv, environ)
+    except OptionError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        return exc.exit_code
+    options = req.options
+    if options.get("help") or options.get("usage"):
+        sys.stdout.write(help_text("srun"))
+        return 0
+    if options.get("version"):
+        sys.stdout.write(version_text("srun"))
+        return 0
+    for warning in req.warnings:
+        print(warning, file=sys.stderr)
+    if not req.command:
+        print("srun: fatal: No command given to execute.", file=sys.stderr)
+        return 1
+    from plurm.tools.allocation import AllocationError, allocate, job_record, release
+    from plurm.tools.jobspec import build_spec
+
+    try:
+        conn = Connection()
+    except ClientError as exc:
+        print(f"srun: error: {exc}", file=sys.stderr)
+        return 1
+    job_id_text = options.get("jobid") or environ.get("SLURM_JOB_ID")
+    own_allocation = job_id_text is None
+    try:
+        if own_allocation:
+            spec = build_spec(options, default_name=os.path.basename(req.command[0]), environ=environ, batch=False)
+            job = allocate(conn, spec, "srun", quiet=bool(options.get("quiet")))
+        else:
+            job = job_record(conn, int(str(job_id_text).split("_")[0]))
+            if job is None or job.get("state") != "RUNNING":
+                print(f"srun: error: Unable to confirm allocation for job {job_id_text}: Invalid job id specified",
+                      file=sys.stderr)
+                return 1
+    except AllocationError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    job_id = job["job_id"]
+    ntasks = options.get("ntasks")
+    nodes = options.get("nodes")
+    nodes_min = nodes[0] if isinstance(nodes, (list, tuple)) else nodes if isinstance(nodes, int) else None
+    nodelist = options.get("nodelist") or []
+    if isinstance(ntasks, int) and nodes_min and ntasks < nodes_min:
+        print(f"srun: Warning: can't run {ntasks} processes on {nodes_min} nodes, setting nnodes to {ntasks}",
+              file=sys.stderr)
+        nodes_min = ntasks
+    try:
+        step_info = conn.request("step_create", {
+            "job_id": job_id, "name": options.get("job-name") or os.path.basename(req.command[0]),
+            "ntasks": ntasks,
+            "nodes_min": nodes_min if not own_allocation else None,
+            "cpus_per_task": options.get("cpus-per-task"), "nodelist": list(nodelist) if not own_allocation else [],
+        })
+    except ClientError as exc:
+        print(f"srun: error: Unable to create step for job {job_id}: {exc}", file=sys.stderr)
+        if own_allocation:
+            release(conn, job_id, 1)
+        return 1
+    step = Step(conn, job, step_info, req.command, environ, bool(options.get("label")))
+    step.cpus_per_task = options.get("cpus-per-task")
+    previous = signal.signal(signal.SIGINT, lambda *_: step.signal(signal.SIGINT))
+    signal.signal(signal.SIGTERM, lambda *_: step.signal(signal.SIGTERM))
+    code, sig = 1, 0
+    try:
+        step.launch()
+        step.relay()
+        code, sig = step.result()
+    except ClientError as exc:
+        print(f"srun: error: {exc}", file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        step.close()
+        try:
+            conn.request("step_complete", {"job_id": job_id, "step_id": step_info["step_id"], "exit_code": code,
+                                           "exit_signal": sig})
+        except ClientError:
+            pass
+        if own_allocation:
+            release(conn, job_id, code)
+        conn.close()
+    return 128 + sig if sig and not code else code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
