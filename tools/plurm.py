@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster.add_argument("--timeout", type=float, default=60.0)
     demo = sub.add_parser("demo", help="start a local cluster, run example jobs, show the results")
     demo.add_argument("--dir", default=None)
-    demo.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
+    demo.add_argument("--down", action="store_true", help="stop the cluster afterwards")
     bench = sub.add_parser("bench", help="benchmarks (see docs/performance.md)")
     bench.add_argument("what", choices=["e2e"])
     bench.add_argument("rest", nargs=argparse.REMAINDER)
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         from plurm.tools.demo import run_demo
 
-        return run_demo(args.dir, keep=args.keep)
+        return run_demo(args.dir, keep=not args.down)
     if args.command == "bench":
         from plurm.tools.bench import run_bench
 

@@ -1,0 +1,41 @@
+"""srun: steps inside a batch allocation, and allocations of its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from plurmtest import Cluster, write_script
+
+
+def test_srun_allocates_runs_and_releases(cluster: Cluster, workdir: Path) -> None:
+    proc = cluster.run("srun", "-N2", "-n4", "-l", "bash", "-c", "echo $SLURM_PROCID $SLURM_NODEID", cwd=workdir,
+                       check=True)
+    lines = sorted(proc.stdout.splitlines())
+    assert lines == ["0: 0 0", "1: 1 0", "2: 2 1", "3: 3 1"]
+    cluster.wait_idle()
+
+
+def test_srun_worst_exit_code(cluster: Cluster, workdir: Path) -> None:
+    proc = cluster.run("srun", "-n3", "bash", "-c", "exit $SLURM_PROCID", cwd=workdir)
+    assert proc.returncode == 2
+    assert "task 2: Exited with exit code 2" in proc.stderr
+
+
+def test_srun_inside_batch_job(cluster: Cluster, workdir: Path) -> None:
+    write_script(workdir, "steps.sh", """#!/bin/bash
+#SBATCH -N 2
+#SBATCH -n 4
+srun -l bash -c 'echo $SLURMD_NODENAME $SLURM_STEP_ID $SLURM_LOCALID $SLURM_STEP_NODELIST $SLURM_STEP_NUM_TASKS' | sort
+srun -n1 bash -c 'echo second $SLURM_STEP_ID'
+""")
+    job_id = cluster.sbatch("steps.sh", cwd=workdir)
+    job = cluster.wait_state(job_id, "COMPLETED")
+    first, second = job["nodes"]
+    out = (workdir / f"slurm-{job_id}.out").read_text()
+    nodelist = f"n[{first[1:]}-{second[1:]}]" if int(second[1:]) == int(first[1:]) + 1 else f"{first},{second}"
+    assert f"0: {first} 0 0 {nodelist} 4\n1: {first} 0 1 {nodelist} 4\n2: {second} 0 0 {nodelist} 4\n" \
+           f"3: {second} 0 1 {nodelist} 4\n" in out
+    assert "second 1\n" in out
+    steps = cluster.run("sacct", "-j", str(job_id), "-P", "-n", "-o", "JobID,State", check=True).stdout.split()
+    assert steps == [f"{job_id}|COMPLETED", f"{job_id}.batch|COMPLETED", f"{job_id}.0|COMPLETED",
+                     f"{job_id}.1|COMPLETED"]
