@@ -1,0 +1,66 @@
+"""salloc: obtain an allocation, run a command (default: the user's shell) in it, release it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    from plurm.corescheduler.client import ClientError, Connection
+    from plurm.grammar.options import OptionError
+    from plurm.grammar.sbatch_cli import help_text, parse_srun, version_text
+    from plurm.grammar.hostlist import compress
+    from plurm.tools.allocation import AllocationError, allocate, release
+    from plurm.tools.jobspec import build_spec
+
+    argv = sys.argv[1:] if argv is None else argv
+    environ = dict(os.environ)
+    try:
+        # salloc shares srun's reading of the command line: options, then the command.
+        req = parse_srun(argv, environ)
+    except OptionError as exc:
+        for line in exc.lines:
+            print(line.replace("srun:", "salloc:", 1), file=sys.stderr)
+        return exc.exit_code
+    options = req.options
+    if options.get("help") or options.get("usage"):
+        sys.stdout.write(help_text("salloc"))
+        return 0
+    if options.get("version"):
+        sys.stdout.write(version_text("salloc"))
+        return 0
+    command = req.command or [environ.get("SHELL", "/bin/sh")]
+    try:
+        conn = Connection()
+        spec = build_spec(options, default_name="interactive" if not req.command else os.path.basename(command[0]),
+                          environ=environ, batch=False)
+        job = allocate(conn, spec, "salloc", quiet=bool(options.get("quiet")))
+    except (ClientError, AllocationError) as exc:
+        print(exc if isinstance(exc, AllocationError) else f"salloc: error: {exc}", file=sys.stderr)
+        return 1
+    job_id = job["job_id"]
+    print(f"salloc: Granted job allocation {job_id}", file=sys.stderr)
+    from plurm.nodeagent.environment import job_variables
+
+    settings = conn.settings
+    env = dict(environ)
+    env.update(job_variables(job, job["nodes"][0], cluster=settings.cluster_name, conf_path=settings.conf,
+                             ctld_host=settings.host, ctld_port=settings.port))
+    for key in ("SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR", "SLURM_TOPOLOGY_ADDR_PATTERN"):
+        env.pop(key, None)
+    env["SLURM_NODELIST"] = env["SLURM_JOB_NODELIST"] = compress(job["nodes"])
+    try:
+        code = subprocess.call(command, env=env)
+    except OSError as exc:
+        print(f"salloc: error: {command[0]}: {exc.strerror}", file=sys.stderr)
+        code = 127
+    print(f"salloc: Relinquishing job allocation {job_id}", file=sys.stderr)
+    release(conn, job_id, max(code, 0))
+    conn.close()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
