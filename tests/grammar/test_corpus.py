@@ -1,0 +1,190 @@
+"""Drive every case of the sbatch acceptance corpus (../shared/corpus/sbatch) through
+parse_sbatch: directives, reading stops, ignored look-alikes, effective options (raw and
+normalized), hetjob components, command-line/environment precedence, and the exact error
+lines of the invalid scripts."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from plurm.grammar.options import OptionError
+from plurm.grammar.sbatch_cli import normalized, parse_sbatch
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "sbatch"
+CASES = sorted(CORPUS.glob("*.expect.json")) if CORPUS.is_dir() else []
+pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus folder missing: {CORPUS}")
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _effective(raw: dict, typed: dict) -> dict:
+    opts = {k: v for k, v in raw.items() if k != "verbose"}
+    norm = {}
+    for k, v in opts.items():
+        n = normalized(k, typed.get(k), v)
+        if n is not None:
+            norm[k] = n
+    return {"options": opts, "normalized": norm}
+
+
+def _want_effective(block: dict) -> dict:
+    opts = dict(block["options"])
+    if "tasks-per-node" in opts:
+        opts["ntasks-per-node"] = opts.pop("tasks-per-node")
+    return {"options": opts, "normalized": block["normalized"]}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name.replace(".expect.json", "") for c in CASES])
+def test_corpus_case(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    e = _load(case)
+    monkeypatch.chdir(CORPUS)
+    if not e["valid"]:
+        with pytest.raises(OptionError) as info:
+            parse_sbatch([e["script"]], {})
+        want = [m.replace("<script path>", e["script"]) for m in e["slurm_message"]]
+        assert info.value.lines == want
+        assert info.value.exit_code != 0
+        return
+    req = parse_sbatch([e["script"]], {})
+    si = req.script_info
+    assert si is not None
+    assert si.interpreter == e["interpreter"]
+    assert req.directives == e["directives"]
+    assert si.first_command == e["first_command"]
+    assert si.not_directives == e["not_directives"]
+    if e.get("components"):
+        got = [dict(component=i, **_effective(r, t))
+               for i, (r, t) in enumerate(zip(req.raw_components, req.components))]
+        want = [dict(component=c["component"], **_want_effective(c)) for c in e["components"]]
+        assert got == want
+    else:
+        assert _effective(req.raw_options, req.options) == _want_effective(e["effective"])
+    assert req.warnings == e.get("warnings", [])
+    sub = e.get("submit")
+    if sub:
+        req = parse_sbatch(sub["argv"][1:], sub["env"])
+        assert req.script_args == sub["script_arguments"]
+        assert _effective(req.raw_options, req.options) == \
+            _want_effective(sub["effective_after_submit"])
+
+
+# ------------------------------------------------------- differential: the real sbatch -v
+import os  # noqa: E402
+import shutil  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+
+REAL_SBATCH = shutil.which("sbatch", path="/usr/bin:/usr/local/bin")
+needs_real = pytest.mark.skipif(REAL_SBATCH is None, reason="real Slurm sbatch not installed")
+# lines whose value depends on the clock or on the Slurm release (mail-type merging, 25.05)
+_UNSTABLE = ("begin", "deadline", "mail-type")
+
+
+def _real_conf(tmp: Path) -> Path:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    conf = tmp / "slurm.conf"
+    conf.write_text(
+        "ClusterName=parsecheck\nSlurmctldHost=localhost\nSlurmctldPort=%d\n"
+        "AuthType=auth/munge\nSelectType=select/cons_tres\nGresTypes=gpu,mps,tmpfs\n"
+        "MpiDefault=none\nNodeName=n1 CPUs=4 RealMemory=2000 Gres=gpu:4 State=UNKNOWN\n"
+        "PartitionName=debug Nodes=ALL Default=YES State=UP\n" % port)
+    return conf
+
+
+def run_real(args: list[str], tmp: Path, env_extra: dict | None = None,
+             cwd: Path | None = None, timeout: float = 1.0) -> tuple[int | None, str]:
+    """(status or None when it got as far as contacting the controller, stderr)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SBATCH_", "SLURM_"))}
+    env["SLURM_CONF"] = str(_real_conf(tmp))
+    env.update(env_extra or {})
+    try:
+        p = subprocess.run([REAL_SBATCH] + args, cwd=cwd or CORPUS, env=env,
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        return None, err
+    return p.returncode, p.stderr
+
+
+def _blocks(text: str) -> list[list[str]]:
+    out, cur = [], None
+    for line in text.splitlines():
+        if line == "sbatch: defined options":
+            cur = []
+        elif line == "sbatch: end of defined options":
+            out.append(cur)
+            cur = None
+        elif cur is not None and not line.startswith("sbatch: ----"):
+            key = line[8:].split(" ", 1)[0]
+            if key not in _UNSTABLE:
+                cur.append(line)
+    return out
+
+
+VALID = [c for c in CASES if ".invalid." not in c.name]
+
+
+@pytest.mark.compat
+@needs_real
+@pytest.mark.parametrize("case", VALID, ids=[c.name.split(".")[0] for c in VALID])
+def test_verbose_block_matches_real_sbatch(case: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from plurm.grammar.sbatch_cli import format_verbose_block
+    e = _load(case)
+    monkeypatch.chdir(CORPUS)
+    argv, env = ["-v", e["script"]], {}
+    if e.get("submit"):
+        argv, env = ["-v"] + e["submit"]["argv"][1:], e["submit"]["env"]
+    _, err = run_real(argv, tmp_path, env)
+    ours = format_verbose_block(parse_sbatch(argv, env))
+    assert _blocks(ours) == _blocks(err)
+
+
+ERROR_PROBES = [
+    "--ntasks=abc", "--ntasks=-1", "-N 0", "-N abc", "-N 3-2", "-N 2-", "-N -4", "-N 1k",
+    "-c 0", "-c abc", "--mem=-5", "--mem=5X", "--mem=1.5G", "--mem=96gb", "--mem=10b",
+    "--mem=+10", "--mem-per-cpu=abc", "--time=-5", "--time=abc", "--time=1:0:0:0",
+    "--time=1::", "--time=5abc", "--time=1-abc", "--time=:5", "--time-min=abc",
+    "--nice=abc", "--begin=notatime", "--begin=now+1hour", "--begin=tomorrow",
+    "--signal=FOO", "--signal=B:USR1@abc", "--signal=0", "--signal=99", "--signal=R:USR1",
+    "--open-mode=foo", "--open-mode=Tr", "--mail-type=bogus", "--mail-type=start,end",
+    "--mail-type=none", "--exclusive=foo", "--exclusive=USER", "--cpus=4", "--mail=x",
+    "--ntasks-per-node=0", "--ntasks-per-core=0", "--mincpus=0", "--cpus-per-gpu=0",
+    "--distribution=foo", "-m plane=4", "-m block:cyclic:fcyclic,pack", "--tmp=abc",
+    "--hold=yes", "--time", "-t", "--bogus-option", "-Z", "-I", "-K",
+    "--mem=1 --mem-per-cpu=1", "--core-spec=1 --thread-spec=1", "--wrap=true ok.sh",
+    "--gres=gpu:1,mps:50", "--export=ALL,A=b", "--parsable", "-H", "--test-only -n2",
+]
+
+
+@pytest.mark.compat
+@needs_real
+@pytest.mark.parametrize("probe", ERROR_PROBES)
+def test_errors_match_real_sbatch(probe: str, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+    import shlex
+    (tmp_path / "ok.sh").write_text("#!/bin/bash\ntrue\n")
+    monkeypatch.chdir(tmp_path)
+    argv = shlex.split(probe) + ([] if probe.endswith("ok.sh") else ["ok.sh"])
+    rc, err = run_real(argv, tmp_path, cwd=tmp_path)
+    noise = re.compile(r"^sbatch: (select/|accounting_storage|cred/|Number of tasks|"
+                       r"error: Batch job submission failed: Unable to contact)")
+    real_lines = [ln.replace(REAL_SBATCH + ":", "sbatch:") for ln in err.splitlines()
+                  if not noise.match(ln)]
+    try:
+        parse_sbatch(argv, {})
+    except OptionError as exc:
+        if rc is None:  # real sbatch got as far as the controller
+            assert "Batch job submission failed" in exc.message, exc.lines
+        else:
+            assert (exc.lines, exc.exit_code) == (real_lines, rc)
+    else:
+        assert rc is None, (rc, real_lines)

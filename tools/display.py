@@ -1,0 +1,367 @@
+"""Display helpers shared by the user commands (squeue, sinfo, ...): Slurm's
+time strings, timestamps, ``%[.][size]x`` format specs, state codes.
+
+Stdlib only (``os``, ``time``): every command imports this on its start-up path.
+scontrol-style durations (``01:00:00``) live in ``plurm.grammar.timefmt``
+(``format_duration``, ``format_time_limit``); this module has the squeue/sinfo
+style (``1:00:00``, ``10:00``, ``0:13``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from plurm import SLURM_COMPAT_VERSION
+from plurm.grammar.timefmt import format_duration, format_time_limit
+
+__all__ = [
+    "FormatField",
+    "JOB_STATE_CODES",
+    "JOB_STATE_NAMES",
+    "bitmap_ranges",
+    "convert_mb",
+    "ctime_line",
+    "format_duration",
+    "format_elapsed",
+    "format_time_limit",
+    "format_timestamp",
+    "getopt_long",
+    "OptionError",
+    "job_state",
+    "job_state_code",
+    "pad",
+    "parse_format",
+    "parse_long_format",
+    "render",
+    "squeue_time_limit",
+    "sinfo_time_limit",
+    "version_line",
+]
+
+SECONDS_PER_YEAR = 365 * 24 * 3600
+
+# Long job state names and their compact codes, as squeue prints them (%T / %t).
+JOB_STATE_CODES = {
+    "PENDING": "PD",
+    "RUNNING": "R",
+    "SUSPENDED": "S",
+    "COMPLETED": "CD",
+    "CANCELLED": "CA",
+    "FAILED": "F",
+    "TIMEOUT": "TO",
+    "NODE_FAIL": "NF",
+    "PREEMPTED": "PR",
+    "BOOT_FAIL": "BF",
+    "DEADLINE": "DL",
+    "OUT_OF_MEMORY": "OOM",
+    "COMPLETING": "CG",
+    "CONFIGURING": "CF",
+    "RESIZING": "RS",
+    "RESV_DEL_HOLD": "RD",
+    "REQUEUED": "RQ",
+    "REQUEUE_FED": "RF",
+    "REQUEUE_HOLD": "RH",
+    "REVOKED": "RV",
+    "SIGNALING": "SI",
+    "SPECIAL_EXIT": "SE",
+    "STAGE_OUT": "SO",
+    "STOPPED": "ST",
+}
+JOB_STATE_NAMES = {code: name for name, code in JOB_STATE_CODES.items()}
+
+
+def version_line() -> str:
+    """What ``squeue -V`` / ``sinfo -V`` print."""
+    return f"slurm-wlm {SLURM_COMPAT_VERSION}\n"
+
+
+# ----------------------------------------------------------------------------- times
+def format_elapsed(seconds: float | int | None) -> str:
+    """Seconds as squeue's TIME column and sinfo's TIMELIMIT print them:
+    ``0:13``, ``10:00``, ``1:02:03``, ``1-00:00:00``; ``INVALID`` below 0 or beyond a year."""
+    if seconds is None:
+        return "INVALID"
+    secs = int(seconds)
+    if secs < 0 or secs > SECONDS_PER_YEAR:
+        return "INVALID"
+    days, rest = divmod(secs, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
+    if hours:
+        return f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{minutes}:{secs:02d}"
+
+
+def squeue_time_limit(minutes: int | None) -> str:
+    """A job's time limit as squeue prints it (%l): ``UNLIMITED``, ``10:00``, ``365-00:00:00``."""
+    if minutes is None:
+        return "UNLIMITED"
+    return format_elapsed(minutes * 60)
+
+
+def sinfo_time_limit(minutes: int | None) -> str:
+    """A partition's MaxTime as sinfo prints it (%l): ``infinite``, ``1:00:00``, ``2-00:00:00``."""
+    if minutes is None:
+        return "infinite"
+    secs = minutes * 60
+    days, rest = divmod(secs, 86400)
+    hours, rest = divmod(rest, 3600)
+    mins, secs = divmod(rest, 60)
+    if days:
+        return f"{days}-{hours:02d}:{mins:02d}:{secs:02d}"
+    if hours:
+        return f"{hours}:{mins:02d}:{secs:02d}"
+    return f"{mins}:{secs:02d}"
+
+
+def format_timestamp(t: float | None, environ: dict | None = None) -> str:
+    """A local time as Slurm prints it (``2026-11-29T15:44:40``), honouring
+    SLURM_TIME_FORMAT (``standard``, or a strftime format); ``Unknown`` for 0/None
+    (callers that print ``N/A`` test for that first)."""
+    if not t:
+        return "Unknown"
+    env = os.environ if environ is None else environ
+    fmt = env.get("SLURM_TIME_FORMAT")
+    if not fmt or fmt == "standard" or fmt == "relative":
+        fmt = "%Y-%m-%dT%H:%M:%S"
+    return time.strftime(fmt, time.localtime(t))
+
+
+def ctime_line(now: float) -> str:
+    """The date line that ``squeue -l`` / ``sinfo -l`` print first: ``Sun Nov 29 15:45:16 2026``."""
+    return time.asctime(time.localtime(now)) + "\n"
+
+
+def convert_mb(mb: int | float) -> str:
+    """Megabytes with Slurm's exact unit conversion: 256 -> ``256M``, 1024 -> ``1G``, 0 -> ``0``."""
+    value = int(mb)
+    if value == 0:
+        return "0"
+    units = "MGTPE"
+    idx = 0
+    while value % 1024 == 0 and idx < len(units) - 1:
+        value //= 1024
+        idx += 1
+    return f"{value}{units[idx]}"
+
+
+def bitmap_ranges(ids: list[int]) -> str:
+    """Task ids as Slurm's bit_fmt writes them: ``0-9``, ``1,3,5-7``."""
+    out: list[str] = []
+    ordered = sorted(set(ids))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+# ----------------------------------------------------------------------------- states
+def job_state(job: dict) -> str:
+    """A job's long state for display: COMPLETING while resources are being released."""
+    if job.get("completing", False):
+        return "COMPLETING"
+    return job.get("state", "PENDING")
+
+
+def job_state_code(job: dict) -> str:
+    state = job_state(job)
+    return JOB_STATE_CODES.get(state, state[:2])
+
+
+# ----------------------------------------------------------------------------- fields
+def pad(text: str, width: int, right: bool, cut: bool = True) -> str:
+    """One field as Slurm's _print_str writes it: right-justified with '.', truncated to
+    ``width`` (left-justified text always; right-justified only when ``cut``), padded."""
+    if width <= 0:
+        return text
+    if right:
+        text = text.rjust(width)
+        if cut:
+            text = text[:width]
+    else:
+        text = text[:width]
+    return text.ljust(width)
+
+
+class FormatField:
+    """One ``%[.][size]x`` item of a format: ``key`` is the field letter (or a -O name),
+    ``key is None`` for literal text (the format's prefix)."""
+
+    __slots__ = ("key", "width", "right", "suffix")
+
+    def __init__(self, key: str | None, width: int = 0, right: bool = False, suffix: str = "") -> None:
+        self.key = key
+        self.width = width
+        self.right = right
+        self.suffix = suffix
+
+    def __repr__(self) -> str:
+        return f"FormatField({self.key!r}, {self.width}, {self.right}, {self.suffix!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FormatField) and (self.key, self.width, self.right, self.suffix) == (
+            other.key, other.width, other.right, other.suffix)
+
+
+def parse_format(fmt: str) -> list[FormatField]:
+    """Split a ``-o`` format the way Slurm does: text before the first ``%`` is a prefix;
+    each ``%`` starts a token ``[.][digits]letter`` whose remaining text is its suffix."""
+    fields: list[FormatField] = []
+    first = fmt.find("%")
+    if first == -1:
+        return [FormatField(None, suffix=fmt)] if fmt else []
+    if first > 0:
+        fields.append(FormatField(None, suffix=fmt[:first]))
+    for token in fmt[first + 1:].split("%"):
+        if not token:
+            continue  # "%%": strtok skips empty tokens
+        i = 0
+        right = False
+        if token[0] == ".":
+            right = True
+            i = 1
+        width = 0
+        while i < len(token) and token[i].isdigit():
+            width = width * 10 + int(token[i])
+            i += 1
+        key = token[i] if i < len(token) else ""
+        fields.append(FormatField(key, width, right, token[i + 1:]))
+    return fields
+
+
+def parse_long_format(fmt: str, default_width: int = 20) -> list[FormatField]:
+    """Split a ``-O`` format: ``Name[:[.][size][suffix]]`` items separated by commas."""
+    fields: list[FormatField] = []
+    for token in fmt.split(","):
+        if not token:
+            continue
+        name, sep, rest = token.partition(":")
+        right = False
+        width = default_width
+        suffix = ""
+        if sep:
+            if rest.startswith("."):
+                right = True
+                rest = rest[1:]
+            digits = ""
+            while rest and rest[0].isdigit():
+                digits += rest[0]
+                rest = rest[1:]
+            width = int(digits) if digits else 0
+            suffix = rest
+        fields.append(FormatField(name.strip(), width, right, suffix))
+    return fields
+
+
+def render(fields: list[FormatField], values: list[tuple[str, bool]]) -> str:
+    """Join one line: ``values[i]`` is (text, cut) for field i (ignored for prefixes)."""
+    parts: list[str] = []
+    for field, (text, cut) in zip(fields, values):
+        if field.key is None:
+            parts.append(field.suffix)
+            continue
+        parts.append(pad(text, field.width, field.right, cut))
+        parts.append(field.suffix)
+    return "".join(parts)
+
+
+# ----------------------------------------------------------------------------- options
+class OptionError(Exception):
+    """A command-line error, with the lines GNU getopt_long would print on stderr."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def getopt_long(prog: str, argv: list[str], shortopts: str, longopts: dict[str, tuple[str, int]]
+                ) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """GNU getopt_long with argument permutation, as Slurm's commands parse options.
+
+    ``shortopts`` is getopt's string (``x`` flag, ``x:`` required, ``x::`` attached-only
+    optional); ``longopts`` maps a long name to (key, has_arg) with has_arg 0/1/2 (none,
+    required, optional ``--name=value`` only).  A long option may be abbreviated to an
+    unambiguous prefix.  Returns ([(key, value)], operands); short options use their
+    letter as key.  Raises OptionError with getopt's message.
+    """
+    shorts: dict[str, int] = {}
+    i = 0
+    while i < len(shortopts):
+        ch = shortopts[i]
+        kind = 0
+        if shortopts[i + 1:i + 3] == "::":
+            kind, i = 2, i + 3
+        elif shortopts[i + 1:i + 2] == ":":
+            kind, i = 1, i + 2
+        else:
+            i += 1
+        shorts[ch] = kind
+    opts: list[tuple[str, str | None]] = []
+    operands: list[str] = []
+    k = 0
+    while k < len(argv):
+        arg = argv[k]
+        k += 1
+        if arg == "--":
+            operands.extend(argv[k:])
+            break
+        if arg.startswith("--"):
+            name, eq, value = arg[2:].partition("=")
+            if name in longopts:
+                match = name
+            else:
+                cands = [n for n in longopts if n.startswith(name)]
+                keys = {longopts[n] for n in cands}
+                if not cands:
+                    raise OptionError(f"{prog}: unrecognized option '--{name}'")
+                if len(keys) > 1:
+                    poss = " ".join(f"'--{n}'" for n in cands)
+                    raise OptionError(f"{prog}: option '--{name}' is ambiguous; possibilities: {poss}")
+                match = cands[0]
+            key, has_arg = longopts[match]
+            if has_arg == 0:
+                if eq:
+                    raise OptionError(f"{prog}: option '--{match}' doesn't allow an argument")
+                opts.append((key, None))
+            elif has_arg == 1:
+                if not eq:
+                    if k >= len(argv):
+                        raise OptionError(f"{prog}: option '--{match}' requires an argument")
+                    value = argv[k]
+                    k += 1
+                opts.append((key, value))
+            else:
+                opts.append((key, value if eq else None))
+            continue
+        if arg.startswith("-") and arg != "-":
+            j = 1
+            while j < len(arg):
+                ch = arg[j]
+                j += 1
+                if ch not in shorts:
+                    raise OptionError(f"{prog}: invalid option -- '{ch}'")
+                kind = shorts[ch]
+                if kind == 0:
+                    opts.append((ch, None))
+                    continue
+                rest = arg[j:]
+                if kind == 2:
+                    opts.append((ch, rest or None))
+                elif rest:
+                    opts.append((ch, rest))
+                else:
+                    if k >= len(argv):
+                        raise OptionError(f"{prog}: option requires an argument -- '{ch}'")
+                    opts.append((ch, argv[k]))
+                    k += 1
+                break
+            continue
+        operands.append(arg)
+    return opts, operands

@@ -1,0 +1,516 @@
+"""sacct: accounting records of jobs and their steps, in Slurm's layouts.
+
+Supported: the default layout, ``-j`` (jobs, array tasks ``12_3``, steps ``12.batch``),
+``-o/--format`` (``field%width``), ``-b``, ``-l``, ``-P``, ``-p``, ``--delimiter``, ``-n``,
+``-X``, ``-S``/``-E`` (Slurm's time forms), ``-a``, ``-u``, ``-s``, ``-r``, ``--name``,
+``-e/--helpformat``, ``--help``, ``--usage``, ``-V``.  Accepted and ignored: ``-D``, ``-T``,
+``-L``, ``-M``, ``--local``, ``--federation``, ``--noconvert``, ``--units``, ``-v``.
+
+Start-up budget: stdlib only on the way to the request (json reply, no msgspec).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+
+PROG = "sacct"
+
+_SHORT = "aA:bBcDeE:f:g:hi:I:j:k:K:lLM:nN:o:pPq:r:s:S:Tu:vVW:x:X"
+_LONG = ["allusers", "accounts=", "brief", "batch-script", "completion", "delimiter=", "duplicates",
+         "helpformat", "endtime=", "env-vars", "federation", "file=", "gid=", "group=", "help", "nnodes=",
+         "ncpus=", "jobs=", "json", "timelimit-min=", "timelimit-max=", "local", "long", "allclusters",
+         "clusters=", "noheader", "noconvert", "nodelist=", "name=", "format=", "parsable", "parsable2",
+         "qos=", "partition=", "state=", "starttime=", "truncate", "uid=", "user=", "units=", "usage",
+         "verbose", "version", "wckeys=", "whole-hetjob=", "associations=", "allocations", "yaml"]
+
+USAGE = "Usage: sacct [options]\n\tUse --help for help\n"
+
+
+class UsageError(Exception):
+    pass
+
+
+# ------------------------------------------------------------------ time specifications
+_REL_RE = re.compile(r"now(?:([+-])(\d+)(seconds?|minutes?|hours?|days?|weeks?|[smhdw])?)?\Z", re.I)
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_HMS_RE = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([AaPp][Mm])?\Z")
+
+
+def _local(y: int, mo: int, d: int, h: int = 0, mi: int = 0, s: int = 0) -> float:
+    return time.mktime((y, mo, d, h, mi, s, 0, 0, -1))
+
+
+def parse_time(text: str, now: float) -> float:
+    """sacct's -S/-E forms: HH:MM[:SS] [AM|PM], MMDD[YY], MM/DD[/YY], MM.DD[.YY],
+    MM/DD[/YY]-HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], now[{+|-}count[unit]], today, midnight,
+    noon, tomorrow.  A time of day means today; a date without a year means this year."""
+    value = text.strip()
+    low = value.lower()
+    lt = time.localtime(now)
+    m = _REL_RE.match(low)
+    if m:
+        if not m.group(1):
+            return now
+        n = int(m.group(2)) * _UNIT[(m.group(3) or "s")[0]]
+        return now + n if m.group(1) == "+" else now - n
+    if low in ("today", "midnight"):
+        return _local(lt.tm_year, lt.tm_mon, lt.tm_mday)
+    if low == "noon":
+        return _local(lt.tm_year, lt.tm_mon, lt.tm_mday, 12)
+    if low == "tomorrow":
+        return _local(lt.tm_year, lt.tm_mon, lt.tm_mday + 1)
+    if low == "yesterday":
+        return _local(lt.tm_year, lt.tm_mon, lt.tm_mday - 1)
+    m = re.fullmatch(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:T(\d{1,2}):(\d{2})(?::(\d{2}))?)?", value)
+    if m:
+        y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        h, mi, s = int(m.group(4) or 0), int(m.group(5) or 0), int(m.group(6) or 0)
+        if 1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 60:
+            return _local(y, mo, d, h, mi, s)
+        raise ValueError(text)
+    m = _HMS_RE.match(value)
+    if m:
+        h, mi, s = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+        if m.group(4):
+            if h > 12:
+                raise ValueError(text)
+            h = h % 12 + (12 if m.group(4).lower() == "pm" else 0)
+        if h < 24 and mi < 60 and s < 60:
+            return _local(lt.tm_year, lt.tm_mon, lt.tm_mday, h, mi, s)
+        raise ValueError(text)
+    date, dash, clock = value.partition("-")
+    m = (re.fullmatch(r"(\d{2})(\d{2})(\d{2})?", date)
+         or re.fullmatch(r"(\d{1,2})/(\d{1,2})(?:/(\d{2}))?", date)
+         or re.fullmatch(r"(\d{1,2})\.(\d{1,2})(?:\.(\d{2}))?", date))
+    if m:
+        mo, d = int(m.group(1)), int(m.group(2))
+        y = 2000 + int(m.group(3)) if m.group(3) else lt.tm_year
+        h = mi = s = 0
+        if dash:
+            c = _HMS_RE.match(clock)
+            if not c or c.group(4):
+                raise ValueError(text)
+            h, mi, s = int(c.group(1)), int(c.group(2)), int(c.group(3) or 0)
+        if 1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 60:
+            return _local(y, mo, d, h, mi, s)
+    raise ValueError(text)
+
+
+# ------------------------------------------------------------------ options
+class Options:
+    def __init__(self) -> None:
+        self.allusers = False
+        self.users: list[str] = []
+        self.jobs: list[str] = []
+        self.format: str | None = None
+        self.long = False
+        self.brief = False
+        self.parsable: str | None = None  # None | "p" | "P"
+        self.delimiter = "|"
+        self.noheader = False
+        self.allocations = False
+        self.start: str | None = None
+        self.end: str | None = None
+        self.states: list[str] = []
+        self.partitions: list[str] = []
+        self.names: list[str] = []
+        self.action: str | None = None  # help | usage | version | helpformat
+
+
+def _glibc_message(exc: Exception, argv: list[str]) -> str:
+    """getopt's error in the words glibc's getopt_long prints."""
+    text = str(exc)
+    opt = getattr(exc, "opt", "")
+    if "not recognized" in text or "not a unique prefix" in text:
+        if len(opt) > 1:
+            return f"{PROG}: unrecognized option '--{opt}'"
+        return f"{PROG}: invalid option -- '{opt}'"
+    if "requires argument" in text:
+        if len(opt) > 1:
+            return f"{PROG}: option '--{opt}' requires an argument"
+        return f"{PROG}: option requires an argument -- '{opt}'"
+    if "must not have an argument" in text:
+        return f"{PROG}: option '--{opt}' doesn't allow an argument"
+    return f"{PROG}: {text}"
+
+
+def _split(value: str) -> list[str]:
+    return [v for v in value.split(",") if v]
+
+
+def parse_args(argv: list[str]) -> Options:
+    import getopt
+
+    opts = Options()
+    try:
+        pairs, rest = getopt.gnu_getopt(argv, _SHORT, _LONG)
+    except getopt.GetoptError as exc:
+        raise UsageError(_glibc_message(exc, argv)) from None
+    for key, value in pairs:
+        if key in ("-a", "--allusers"):
+            opts.allusers = True
+        elif key in ("-u", "--uid", "--user"):
+            opts.users.extend(_split(value))
+        elif key in ("-j", "--jobs"):
+            opts.jobs.extend(_split(value))
+        elif key in ("-o", "--format"):
+            opts.format = value if opts.format is None else opts.format + "," + value
+        elif key in ("-l", "--long"):
+            opts.long = True
+        elif key in ("-b", "--brief"):
+            opts.brief = True
+        elif key in ("-p", "--parsable"):
+            opts.parsable = "p"
+        elif key in ("-P", "--parsable2"):
+            opts.parsable = "P"
+        elif key == "--delimiter":
+            opts.delimiter = value
+        elif key in ("-n", "--noheader"):
+            opts.noheader = True
+        elif key in ("-X", "--allocations"):
+            opts.allocations = True
+        elif key in ("-S", "--starttime"):
+            opts.start = value
+        elif key in ("-E", "--endtime"):
+            opts.end = value
+        elif key in ("-s", "--state"):
+            opts.states.extend(_split(value))
+        elif key in ("-r", "--partition"):
+            opts.partitions.extend(_split(value))
+        elif key == "--name":
+            opts.names.extend(_split(value))
+        elif key in ("-h", "--help"):
+            opts.action = opts.action or "help"
+        elif key == "--usage":
+            opts.action = opts.action or "usage"
+        elif key in ("-V", "--version"):
+            opts.action = opts.action or "version"
+        elif key in ("-e", "--helpformat"):
+            opts.action = opts.action or "helpformat"
+        # Everything else is accepted and has no effect in plurm.
+    if rest:
+        # sacct takes no operands; Slurm treats a stray word as a job list.
+        opts.jobs.extend(v for word in rest for v in _split(word))
+    return opts
+
+
+def _state_names(values: list[str]) -> list[str]:
+    from plurm.tools.showfmt import SACCT_STATE_CODES
+
+    names = []
+    full = set(SACCT_STATE_CODES.values())
+    for value in values:
+        low = value.lower()
+        if low in SACCT_STATE_CODES:
+            names.append(SACCT_STATE_CODES[low])
+        elif value.upper() in full:
+            names.append(value.upper())
+        else:
+            raise UsageError(f"{PROG}: error: Invalid state: {value}")
+    return names
+
+
+_JOB_RE = re.compile(r"(\d+)(?:_(\d+|\[[\d,\-]+\]))?(?:\.(\d+|batch|extern))?\Z")
+
+
+def helpformat_text() -> str:
+    from plurm.tools.showfmt import SACCT_NAMES
+
+    names = sorted(SACCT_NAMES.values(), key=str.lower)
+    lines = []
+    for i in range(0, len(names), 4):
+        lines.append("".join(f"{n:<20}" for n in names[i:i + 4]))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        opts = parse_args(argv)
+        if opts.action == "help":
+            sys.stdout.write(HELP)
+            return 0
+        if opts.action == "usage":
+            sys.stdout.write(USAGE)
+            return 0
+        if opts.action == "version":
+            from plurm import SLURM_COMPAT_VERSION
+
+            sys.stdout.write(f"slurm-wlm {SLURM_COMPAT_VERSION}\n")
+            return 0
+        if opts.action == "helpformat":
+            sys.stdout.write(helpformat_text())
+            return 0
+        return run(opts)
+    except UsageError as exc:
+        sys.stderr.write(f"{exc}\n")
+        if str(exc).startswith(f"{PROG}: ") and not str(exc).startswith(f"{PROG}: error") \
+                and not str(exc).startswith(f"{PROG}: fatal"):
+            sys.stderr.write(f'Try "{PROG} --help" for more information\n')
+        return 1
+
+
+def run(opts: Options) -> int:
+    from plurm.tools import showfmt
+
+    if opts.format is not None:
+        fmt = opts.format
+    elif opts.long:
+        fmt = showfmt.SACCT_LONG
+    elif opts.brief:
+        fmt = showfmt.SACCT_BRIEF
+    else:
+        fmt = os.environ.get("SACCT_FORMAT") or showfmt.SACCT_DEFAULT
+    try:
+        fields = showfmt.parse_sacct_format(fmt)
+    except showfmt.FieldError as exc:
+        raise UsageError(f"{PROG}: error: Invalid field requested: \"{exc}\"") from None
+    for spec in opts.jobs:
+        if not _JOB_RE.match(spec):
+            raise UsageError(f"{PROG}: fatal: Bad job/step specified: {spec}")
+    now = time.time()
+    body: dict = {"job_ids": [], "users": [], "states": [], "start_time": None, "end_time": None}
+    try:
+        if opts.start is not None:
+            body["start_time"] = parse_time(opts.start, now)
+        elif opts.states and not opts.jobs:
+            body["start_time"] = now
+        elif not opts.jobs:
+            lt = time.localtime(now)
+            body["start_time"] = _local(lt.tm_year, lt.tm_mon, lt.tm_mday)
+        if opts.end is not None:
+            body["end_time"] = parse_time(opts.end, now)
+    except ValueError as exc:
+        raise UsageError(f"{PROG}: error: Invalid time specification (pos=0): {exc}") from None
+    body["job_ids"] = [spec.split(".")[0] for spec in opts.jobs]
+    if opts.states:
+        body["states"] = _state_names(opts.states)
+    if opts.users:
+        body["users"] = opts.users
+    elif not opts.allusers and os.getuid() != 0 and not opts.jobs:
+        body["users"] = [str(os.getuid())]
+
+    from plurm.corescheduler.client import ClientError, request
+
+    try:
+        reply = request("acct_query", body)
+    except ClientError as exc:
+        sys.stderr.write(f"{PROG}: error: Problem talking to the database: {exc}\n")
+        return 1
+    rows = select_rows(reply, opts, now)
+    delimiter = opts.delimiter if opts.parsable else None
+    sys.stdout.write(showfmt.sacct_table(fields, rows, header=not opts.noheader, delimiter=delimiter,
+                                         trailing=opts.parsable == "p"))
+    return 0
+
+
+def select_rows(reply: dict, opts: Options, now: float) -> list[dict[str, str]]:
+    """The reply's jobs and steps as table rows, after the filters the server does not apply."""
+    from plurm.tools import showfmt
+
+    jobs = reply.get("jobs", [])
+    steps = reply.get("steps", [])
+    if opts.partitions:
+        jobs = [j for j in jobs if j.get("partition", "") in opts.partitions]
+    if opts.names:
+        jobs = [j for j in jobs if (j.get("spec") or {}).get("name", "sbatch") in opts.names]
+    step_filter: dict[int, set[str]] = {}
+    whole: set[int] = set()
+    for spec in opts.jobs:
+        m = _JOB_RE.match(spec)
+        if not m:
+            continue
+        base, task, step = int(m.group(1)), m.group(2), m.group(3)
+        for job in jobs:
+            if job["job_id"] != base and job.get("array_job_id") != base:
+                continue
+            if task is not None and job.get("array_job_id") == base and task.isdigit() \
+                    and job.get("array_task_id") != int(task) and int(task) not in (job.get("array_pending") or []):
+                continue
+            if step is None:
+                whole.add(job["job_id"])
+            else:
+                step_filter.setdefault(job["job_id"], set()).add(step)
+    if opts.jobs:
+        jobs = [j for j in jobs if j["job_id"] in whole or j["job_id"] in step_filter]
+    for job_id in whole:
+        step_filter.pop(job_id, None)
+    jobs = sorted(jobs, key=lambda j: j["job_id"])
+    return showfmt.acct_rows(jobs, steps, now, reply.get("cluster", ""), opts.allocations, step_filter)
+
+
+# Slurm 22.05's text, byte for byte (trailing blanks and tabs included).
+HELP = (
+    'sacct [<OPTION>]                                                            \n'
+    '     Valid <OPTION> values are:                                              \n'
+    '     -a, --allusers:                                                        \n'
+    '\t           Display jobs for all users. By default, only the         \n'
+    "                   current user's jobs are displayed.  If ran by user root  \n"
+    '                   this is the default.                                     \n'
+    '     -A, --accounts:                                                        \n'
+    '\t           Use this comma separated list of accounts to select jobs \n'
+    '                   to display.  By default, all accounts are selected.      \n'
+    '     -b, --brief:                                                           \n'
+    "\t           Equivalent to '--format=jobstep,state,error'.            \n"
+    '     -B, --batch-script:                                                    \n'
+    '\t           Print batch script of job.                               \n'
+    '                   NOTE: AccountingStoreFlags=job_script is required for this\n'
+    "                   NOTE: Requesting specific job(s) with '-j' is required   \n"
+    '                         for this.                                          \n'
+    '     -c, --completion: Use job completion instead of accounting data.       \n'
+    '         --delimiter:                                                       \n'
+    '\t           ASCII characters used to separate the fields when        \n'
+    '\t           specifying the  -p  or  -P options. The default delimiter\n'
+    "\t           is a '|'. This options is ignored if -p or -P options    \n"
+    '\t           are not specified.                                       \n'
+    '     -D, --duplicates:                                                      \n'
+    '\t           If Slurm job ids are reset, some job numbers may         \n'
+    '\t           appear more than once referring to different jobs.       \n'
+    '\t           Without this option only the most recent jobs will be    \n'
+    '                   displayed.                                               \n'
+    '     -e, --helpformat:                                                      \n'
+    '\t           Print a list of fields that can be specified with the    \n'
+    "\t           '--format' option                                        \n"
+    '     -E, --endtime:                                                         \n'
+    '                   Select jobs eligible before this time.  If states are    \n'
+    '                   given with the -s option return jobs in this state before\n'
+    '                   this period.                                             \n'
+    '         --env-vars:                                                        \n'
+    '\t           Print the environment to launch the batch script of job. \n'
+    '                   NOTE: AccountingStoreFlags=job_env is required for this  \n'
+    "                   NOTE: Requesting specific job(s) with '-j' is required   \n"
+    '                         for this.                                          \n'
+    '         --federation: Report jobs from federation if a member of a one.    \n'
+    '     -f, --file=file:                                                       \n'
+    "\t           Read data from the specified file, rather than Slurm's   \n"
+    '                   current accounting log file. (Only appliciable when      \n'
+    '                   running the jobcomp/filetxt plugin.)                     \n'
+    '     -g, --gid, --group:                                                    \n'
+    '\t           Use this comma separated list of gids or group names     \n'
+    '                   to select jobs to display.  By default, all groups are   \n'
+    '                   selected.                                                \n'
+    '     -h, --help:   Print this description of use.                           \n'
+    '     -i, --nnodes=N:                                                        \n'
+    '                   Return jobs which ran on this many nodes (N = min[-max]) \n'
+    '     -I, --ncpus=N:                                                         \n'
+    '                   Return jobs which ran on this many cpus (N = min[-max])  \n'
+    '     -j, --jobs:                                                            \n'
+    '\t           Format is <job(.step)>. Display information about this   \n'
+    '                   job or comma-separated list of jobs. The default is all  \n'
+    '                   jobs. Adding .step will display the specific job step of \n'
+    "                   that job. (A step id of 'batch' will display the         \n"
+    '                   information about the batch step.)                       \n'
+    '     --json:                                                                \n'
+    '                   Produce JSON output                                      \n'
+    '     -k, --timelimit-min:                                                   \n'
+    '                   Only send data about jobs with this timelimit.           \n'
+    '                   If used with timelimit_max this will be the minimum      \n'
+    '                   timelimit of the range.  Default is no restriction.      \n'
+    '     -K, --timelimit-max:                                                   \n'
+    '                   Ignored by itself, but if timelimit_min is set this will \n'
+    '                   be the maximum timelimit of the range.  Default is no    \n'
+    '                   restriction.                                             \n'
+    '         --local   Report information only about jobs on the local cluster. \n'
+    '\t           Overrides --federation.                                  \n'
+    '     -l, --long:                                                            \n'
+    '\t           Equivalent to specifying                                 \n'
+    "\t           '--format=jobid,jobidraw,jobname,partition,maxvmsize,    \n"
+    '                             maxvmsizenode,maxvmsizetask,avevmsize,maxrss,  \n'
+    '                             maxrssnode,maxrsstask,averss,maxpages,         \n'
+    '                             maxpagesnode,maxpagestask,avepages,mincpu,     \n'
+    '                             mincpunode,mincputask,avecpu,ntasks,alloccpus, \n'
+    '                             elapsed,state,exitcode,avecpufreq,reqcpufreqmin,\n'
+    '                             reqcpufreqmax,reqcpufreqgov,reqmem,            \n'
+    '                             consumedenergy,maxdiskread,maxdiskreadnode,    \n'
+    '                             maxdiskreadtask,avediskread,maxdiskwrite,      \n'
+    '                             maxdiskwritenode,maxdiskwritetask,avediskwrite,\n'
+    '                             reqtres,alloctres,                             \n'
+    '                             tresusageinave,tresusageinmax,tresusageinmaxn, \n'
+    '                             tresusageinmaxt,tresusageinmin,tresusageinminn,\n'
+    '                             tresusageinmint,tresusageintot,tresusageoutmax,\n'
+    '                             tresusageoutmaxn,tresusageoutmaxt,             \n'
+    '                             tresusageoutave,tresusageouttot                \n'
+    '     -L, --allclusters:                                                     \n'
+    '\t           Display jobs ran on all clusters. By default, only jobs  \n'
+    '                   ran on the cluster from where sacct is called are        \n'
+    '                   displayed.                                               \n'
+    '     -M, --clusters:                                                        \n'
+    '                   Only send data about these clusters. Use "all" for all \n'
+    '                   clusters.\n'
+    '     -n, --noheader:                                                        \n'
+    '\t           No header will be added to the beginning of output.      \n'
+    '                   The default is to print a header.                        \n'
+    '     --noconvert:                                                           \n'
+    "\t\t   Don't convert units from their original type             \n"
+    "\t\t   (e.g. 2048M won't be converted to 2G).                   \n"
+    '     -N, --nodelist:                                                        \n'
+    '                   Display jobs that ran on any of these nodes,             \n'
+    '                   can be one or more using a ranged string.                \n'
+    '     --name:                                                                \n'
+    '                   Display jobs that have any of these name(s).             \n'
+    '     -o, --format:                                                          \n'
+    '\t           Comma separated list of fields. (use "--helpformat"    \n'
+    '                   for a list of available fields).                         \n'
+    "     -p, --parsable: output will be '|' delimited with a '|' at the end     \n"
+    "     -P, --parsable2: output will be '|' delimited without a '|' at the end \n"
+    '     -q, --qos:                                                             \n'
+    '                   Only send data about jobs using these qos.  Default is all.\n'
+    '     -r, --partition:                                                       \n'
+    '\t           Comma separated list of partitions to select jobs and    \n'
+    '                   job steps from. The default is all partitions.           \n'
+    '     -s, --state:                                                           \n'
+    '\t           Select jobs based on their current state or the state    \n'
+    '                   they were in during the time period given: running (r),  \n'
+    '                   completed (cd), failed (f), timeout (to), resizing (rs), \n'
+    '                   deadline (dl) and node_fail (nf).                        \n'
+    '     -S, --starttime:                                                       \n'
+    '                   Select jobs eligible after this time.  Default is        \n'
+    "                   00:00:00 of the current day, unless '-s' is set then     \n"
+    "                   the default is 'now'.                                    \n"
+    '     -T, --truncate:                                                        \n'
+    '                   Truncate time.  So if a job started before --starttime   \n'
+    '                   the start time would be truncated to --starttime.        \n'
+    '                   The same for end time and --endtime.                     \n'
+    '     -u, --uid, --user:                                                     \n'
+    '\t           Use this comma separated list of uids or user names      \n'
+    '                   to select jobs to display.  By default, the running      \n'
+    "                   user's uid is used.                                      \n"
+    '     --units=[KMGTP]:                                                       \n'
+    '                   Display values in specified unit type. Takes precedence  \n'
+    '\t\t   over --noconvert option.                                 \n'
+    '     --usage:      Display brief usage message.                             \n'
+    '     -v, --verbose:                                                         \n'
+    '\t           Primarily for debugging purposes, report the state of    \n'
+    '                   various variables during processing.                     \n'
+    '     -V, --version: Print version.                                          \n'
+    '     -W, --wckeys:                                                          \n'
+    '                   Only send data about these wckeys.  Default is all.      \n'
+    '     --whole-hetjob[=yes|no]:                                               \n'
+    "\t\t   If set to 'yes' (or no argument), then information about \n"
+    '\t\t   all the heterogeneous components will be retrieved. If   \n'
+    "\t\t   set to 'no' only the specific filtered components will   \n"
+    '\t\t   be retrieved. The default behavior without this option is\n'
+    '\t\t   that all components are retrieved only if filtering the  \n'
+    '\t\t   leader component with --jobs.                            \n'
+    '     -x, --associations:                                                    \n'
+    '                   Only send data about these association id.  Default is all.\n'
+    '     -X, --allocations:                                                     \n'
+    '\t           Only show statistics relevant to the job allocation      \n'
+    '\t           itself, not taking steps into consideration.             \n'
+    '     --yaml:                                                                \n'
+    '                   Produce YAML output                                      \n'
+    '\t                                                                    \n'
+    '     Note, valid start/end time formats are...                              \n'
+    '\t           HH:MM[:SS] [AM|PM]                                       \n'
+    '\t           MMDD[YY] or MM/DD[/YY] or MM.DD[.YY]                     \n'
+    '\t           MM/DD[/YY]-HH:MM[:SS]                                    \n'
+    '\t           YYYY-MM-DD[THH:MM[:SS]]                                  \n'
+    '\t           now[{+|-}count[seconds(default)|minutes|hours|days|weeks]]\n'
+    '\n'
+)
+
+if __name__ == "__main__":
+    sys.exit(main())

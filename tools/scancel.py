@@ -1,0 +1,297 @@
+"""scancel: cancel or signal jobs (Slurm's command, same options, messages and exit codes).
+
+Supported: job ids ``12``, ``12_3``, ``12_[1-3]``; the filters ``-u``, ``-n``, ``-t``, ``-p``
+(alone or narrowing the ids); ``-s/--signal`` by name (``USR1``, ``SIGUSR1``) or number;
+``-b/--batch``, ``-f/--full``, ``-v``, ``-Q``, ``--help``, ``--usage``, ``-V``.
+Not supported (an error, exit 1): cancelling a single step (``12.0``), ``-i``, ``-w``,
+``-A``, ``-q``, ``-R``, ``--wckey``, ``-M``, ``--sibling``, ``-H``.
+
+As Slurm: a job that does not exist or has already ended is reported only with ``-v``,
+and is not an error when the signal is SIGKILL (plain cancel); any other failure prints
+``scancel: error: Kill job error on job id N: ...`` and exits 1.
+
+Start-up budget: stdlib only (getopt, json through the client).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+PROG = "scancel"
+
+_SHORT = "A:bfHiM:n:p:Qq:R:s:t:u:vVw:"
+_LONG = ["account=", "batch", "full", "hurry", "interactive", "clusters=", "cluster=", "name=", "jobname=",
+         "partition=", "quiet", "qos=", "reservation=", "sibling=", "signal=", "state=", "user=", "usage",
+         "verbose", "version", "nodelist=", "wckey=", "help", "ctld"]
+
+# Linux signal numbers, as Slurm's sig_name2num knows them.
+SIGNALS = {
+    "HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6, "BUS": 7, "FPE": 8, "KILL": 9,
+    "USR1": 10, "SEGV": 11, "USR2": 12, "PIPE": 13, "ALRM": 14, "TERM": 15, "STKFLT": 16, "CHLD": 17,
+    "CONT": 18, "STOP": 19, "TSTP": 20, "TTIN": 21, "TTOU": 22, "URG": 23, "XCPU": 24, "XFSZ": 25,
+    "VTALRM": 26, "PROF": 27, "WINCH": 28, "IO": 29, "POLL": 29, "PWR": 30, "SYS": 31,
+}
+SIGKILL = 9
+
+_JOB_RE = re.compile(r"(\d+)(?:_(\d+|\[[\d,\-]+\]))?(?:\.(\d+|batch|extern))?\Z")
+
+# Slurm treats these as success for a plain cancel (the job is already gone).
+_GONE = ("InvalidJobId", "AlreadyDone")
+
+_STATES = {"PENDING": "PENDING", "PD": "PENDING", "RUNNING": "RUNNING", "R": "RUNNING",
+           "SUSPENDED": "SUSPENDED", "S": "SUSPENDED"}
+
+USAGE = (
+    "Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]\n"
+    "               [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer]\n"
+    "               [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name]\n"
+    "               [--hurry] [-V] [-v] [-w hosts...] [--wckey=wckey]\n"
+    "               [job_id[_array_id][.step_id]]\n"
+)
+
+
+class UsageError(Exception):
+    def __init__(self, lines: list[str], code: int = 1) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+        self.code = code
+
+
+class Options:
+    def __init__(self) -> None:
+        self.job_ids: list[str] = []
+        self.user: str | None = None
+        self.names: list[str] = []
+        self.states: list[str] = []
+        self.partitions: list[str] = []
+        self.signal: int | None = None
+        self.batch = False
+        self.full = False
+        self.verbose = 0
+        self.quiet = False
+        self.action: str | None = None
+
+
+def parse_signal(text: str) -> int:
+    """``USR1``, ``SIGUSR1``, ``usr1`` or ``10``; raises ValueError."""
+    value = text.strip()
+    if value.isdigit():
+        number = int(value)
+        if 0 <= number <= 64:
+            return number
+        raise ValueError(text)
+    name = value.upper()
+    if name.startswith("SIG"):
+        name = name[3:]
+    if name in SIGNALS:
+        return SIGNALS[name]
+    raise ValueError(text)
+
+
+def _glibc_message(exc: Exception) -> str:
+    text = str(exc)
+    opt = getattr(exc, "opt", "")
+    if "not recognized" in text or "not a unique prefix" in text:
+        return f"{PROG}: unrecognized option '--{opt}'" if len(opt) > 1 else f"{PROG}: invalid option -- '{opt}'"
+    if "requires argument" in text:
+        if len(opt) > 1:
+            return f"{PROG}: option '--{opt}' requires an argument"
+        return f"{PROG}: option requires an argument -- '{opt}'"
+    if "must not have an argument" in text:
+        return f"{PROG}: option '--{opt}' doesn't allow an argument"
+    return f"{PROG}: {text}"
+
+
+def parse_args(argv: list[str], environ: dict[str, str] | None = None) -> Options:
+    import getopt
+
+    environ = os.environ if environ is None else environ
+    opts = Options()
+    # Slurm reads these before the command line.
+    for var, attr in (("SCANCEL_BATCH", "batch"), ("SCANCEL_FULL", "full"), ("SCANCEL_QUIET", "quiet")):
+        if environ.get(var):
+            setattr(opts, attr, True)
+    if environ.get("SCANCEL_VERBOSE"):
+        opts.verbose = 1
+    if environ.get("SCANCEL_PARTITION"):
+        opts.partitions = [environ["SCANCEL_PARTITION"]]
+    if environ.get("SCANCEL_STATE"):
+        opts.states = [environ["SCANCEL_STATE"]]
+    if environ.get("SCANCEL_USER"):
+        opts.user = environ["SCANCEL_USER"]
+    try:
+        pairs, rest = getopt.gnu_getopt(argv, _SHORT, _LONG)
+    except getopt.GetoptError as exc:
+        raise UsageError([_glibc_message(exc), f'Try "{PROG} --help" for more information']) from None
+    for key, value in pairs:
+        if key in ("-b", "--batch"):
+            opts.batch = True
+        elif key in ("-f", "--full"):
+            opts.full = True
+        elif key in ("-n", "--name", "--jobname"):
+            opts.names.extend(v for v in value.split(",") if v)
+        elif key in ("-p", "--partition"):
+            opts.partitions = [v for v in value.split(",") if v]
+        elif key in ("-Q", "--quiet"):
+            opts.quiet = True
+        elif key in ("-s", "--signal"):
+            try:
+                opts.signal = parse_signal(value)
+            except ValueError:
+                raise UsageError([f"{PROG}: error: Invalid job signal: {value}"]) from None
+        elif key in ("-t", "--state"):
+            opts.states = [v for v in value.split(",") if v]
+        elif key in ("-u", "--user"):
+            opts.user = value
+        elif key in ("-v", "--verbose"):
+            opts.verbose += 1
+        elif key in ("-V", "--version"):
+            opts.action = opts.action or "version"
+        elif key == "--help":
+            opts.action = opts.action or "help"
+        elif key == "--usage":
+            opts.action = opts.action or "usage"
+        elif key in ("-H", "--hurry", "--ctld"):
+            pass  # no burst buffers; the controller always relays signals
+        else:
+            raise UsageError([f"{PROG}: error: option {key} is not supported by plurm"])
+    states = []
+    for value in opts.states:
+        state = _STATES.get(value.upper())
+        if state is None:
+            raise UsageError([f"{PROG}: error: Invalid job state specified: {value}",
+                              f"{PROG}: error: Valid job states are PENDING, RUNNING and SUSPENDED"])
+        states.append(state)
+    opts.states = states
+    for arg in rest:
+        for spec in arg.split():
+            if not _JOB_RE.match(spec):
+                raise UsageError([f"{PROG}: error: Invalid job id {spec}"])
+            opts.job_ids.append(spec)
+    return opts
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        opts = parse_args(argv)
+    except UsageError as exc:
+        sys.stderr.write("".join(line + "\n" for line in exc.lines))
+        return exc.code
+    if opts.action == "help":
+        sys.stdout.write(HELP)
+        return 0
+    if opts.action == "usage":
+        sys.stdout.write(USAGE)
+        return 0
+    if opts.action == "version":
+        from plurm import SLURM_COMPAT_VERSION
+
+        sys.stdout.write(f"slurm-wlm {SLURM_COMPAT_VERSION}\n")
+        return 0
+    if not opts.job_ids and opts.user is None and not opts.names and not opts.states and not opts.partitions:
+        sys.stderr.write(f"{PROG}: error: No job identification provided\n")
+        return 1
+    steps = [spec for spec in opts.job_ids if "." in spec]
+    if steps:
+        for spec in steps:
+            sys.stderr.write(f"{PROG}: error: Kill job error on job id {spec}: "
+                             "Cancelling a single job step is not supported by plurm\n")
+        return 1
+    return cancel(opts)
+
+
+def request_body(opts: Options) -> dict:
+    signal = opts.signal
+    if signal == SIGKILL and not opts.batch and not opts.full:
+        signal = None  # SIGKILL to the whole job is a cancel
+    if signal is None and opts.batch:
+        signal = SIGKILL
+    user = opts.user
+    if user is None and not opts.job_ids and os.getuid() != 0:
+        user = str(os.getuid())  # filters alone act on the caller's own jobs
+    return {"job_ids": opts.job_ids, "user": user,
+            "names": opts.names, "states": opts.states, "partitions": opts.partitions, "signal": signal,
+            "batch_only": opts.batch, "full": opts.full}
+
+
+def cancel(opts: Options, send=None) -> int:
+    """Send the request; print what Slurm prints; return the exit status."""
+    if send is None:
+        from plurm.corescheduler.client import request as send
+    from plurm.corescheduler.client import ClientError
+
+    body = request_body(opts)
+    sig = opts.signal if opts.signal is not None else SIGKILL
+    if opts.verbose:
+        for spec in opts.job_ids:
+            if sig == SIGKILL:
+                sys.stderr.write(f"{PROG}: Terminating job {spec}\n")
+            else:
+                sys.stderr.write(f"{PROG}: Signal {sig} to job {spec}\n")
+    try:
+        reply = send("cancel_job", body)
+    except ClientError as exc:
+        message = str(exc)
+        marker = "(connect failure)"
+        if marker in message:  # as Slurm: no OS detail
+            message = message[:message.index(marker) + len(marker)]
+        if opts.job_ids:
+            for spec in opts.job_ids:
+                sys.stderr.write(f"{PROG}: error: Kill job error on job id {spec}: {message}\n")
+        else:
+            sys.stderr.write(f"{PROG}: error: slurm_load_jobs error: {message}\n")
+        return 1
+    rc = 0
+    for result in reply.get("results", []):
+        if "error" not in result:
+            if opts.verbose and not opts.job_ids:
+                if sig == SIGKILL:
+                    sys.stderr.write(f"{PROG}: Terminating job {result.get('job')}\n")
+                else:
+                    sys.stderr.write(f"{PROG}: Signal {sig} to job {result.get('job')}\n")
+            continue
+        code = result.get("code", "Error")
+        gone = code in _GONE
+        if (opts.verbose or not gone) and not (opts.quiet and gone):
+            sys.stderr.write(f"{PROG}: error: Kill job error on job id {result.get('job')}: {result['error']}\n")
+        if not (gone and sig == SIGKILL):
+            rc = 1
+    return rc
+
+
+# Slurm 22.05's text, byte for byte.
+HELP = (
+    'Usage: scancel [OPTIONS] [job_id[_array_id][.step_id]]\n'
+    '  -A, --account=account           act only on jobs charging this account\n'
+    '  -b, --batch                     signal batch shell for specified job\n'
+    '  -f, --full                      signal batch shell and all steps for specified job\n'
+    '  -H, --hurry                     avoid burst buffer stage out\n'
+    '  -i, --interactive               require response from user for each job\n'
+    '  -M, --clusters                  clusters to issue commands to.\n'
+    '                                  NOTE: SlurmDBD must be up.\n'
+    '  -n, --name=job_name             act only on jobs with this name\n'
+    '  -p, --partition=partition       act only on jobs in this partition\n'
+    '  -Q, --quiet                     disable warnings\n'
+    '  -q, --qos=qos                   act only on jobs with this quality of service\n'
+    '  -R, --reservation=reservation   act only on jobs with this reservation\n'
+    '      --sibling=cluster_name      remove an active sibling job from a federated job\n'
+    '  -s, --signal=name | integer     signal to send to job, default is SIGKILL\n'
+    '  -t, --state=states              act only on jobs in this state.  Valid job\n'
+    '                                  states are PENDING, RUNNING and SUSPENDED\n'
+    '  -u, --user=user_name            act only on jobs of this user\n'
+    '  -V, --version                   output version information and exit\n'
+    '  -v, --verbose                   verbosity level\n'
+    '  -w, --nodelist                  act only on jobs on these nodes\n'
+    '      --wckey=wckey               act only on jobs with this workload\n'
+    '                                  charactization key\n'
+    '\n'
+    'Help options:\n'
+    '  --help                          show this help message\n'
+    '  --usage                         display brief usage message\n'
+)
+
+if __name__ == "__main__":
+    sys.exit(main())
