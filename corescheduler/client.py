@@ -8,9 +8,9 @@ daemons' grammar; the daemons validate the whole file.
 
 from __future__ import annotations
 
-import json
 import os
 
+from plurm.corescheduler import lightjson as json
 from plurm.corescheduler import wire
 from plurm.corescheduler.zmtp import DealerConnection
 

@@ -36,6 +36,7 @@ log = logging.getLogger("plurmctld")
 # priority/basic: first come, first served; a held job has priority 0.
 BASE_PRIORITY = 4294901760
 MAX_ARRAY_SIZE = 1001
+UNLIMITED_RUN_MINUTES = 365 * 24 * 60
 MIN_JOB_AGE_S = 300.0
 NODE_FAIL_GRACE_S = 15.0
 
@@ -322,7 +323,10 @@ class ClusterState:
         job.state = model.RUNNING
         job.reason = "None"
         job.start_time = now
-        job.end_time = now + job.time_limit * 60 if job.time_limit is not None else None
+        if job.time_limit is None:
+            # As Slurm: a job without a limit runs under a year-long one (TimeLimit=365-00:00:00).
+            job.time_limit = UNLIMITED_RUN_MINUTES
+        job.end_time = now + job.time_limit * 60
         job.nodes, job.cpus, job.mem, job.tasks = alloc.nodes, alloc.cpus, alloc.mem, alloc.tasks
         self._save(job)
         if not job.spec.batch:

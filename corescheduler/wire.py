@@ -17,11 +17,16 @@ signature.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import os
 import time
+from _operator import _compare_digest as compare_digest
+
+from plurm.corescheduler import lightjson as json
+
+try:  # the small built-in SHA-256; `hashlib` loads OpenSSL (about 2 ms per command)
+    from _sha256 import sha256 as _sha256
+except ImportError:  # Python 3.12+: _sha2
+    from _sha2 import sha256 as _sha256  # type: ignore[no-redef]
 
 PROTOCOL_TAG = b"PLURM1"
 PROTOCOL_VERSION = 1
@@ -57,11 +62,24 @@ def new_key() -> bytes:
     return os.urandom(32).hex().encode()
 
 
+_BLOCK = 64  # SHA-256's block size
+_IPAD = bytes(x ^ 0x36 for x in range(256))
+_OPAD = bytes(x ^ 0x5C for x in range(256))
+
+
 def _sign(key: bytes, header: bytes, body: bytes) -> bytes:
-    mac = hmac.new(key, PROTOCOL_TAG, hashlib.sha256)
-    mac.update(header)
-    mac.update(body)
-    return mac.hexdigest().encode()
+    """HMAC-SHA256 (RFC 2104) over tag + header + body, written out to avoid
+    importing hmac/hashlib; tests compare it with the hmac module."""
+    if len(key) > _BLOCK:
+        key = _sha256(key).digest()
+    key = key.ljust(_BLOCK, b"\0")
+    inner = _sha256(key.translate(_IPAD))
+    inner.update(PROTOCOL_TAG)
+    inner.update(header)
+    inner.update(body)
+    outer = _sha256(key.translate(_OPAD))
+    outer.update(inner.digest())
+    return outer.hexdigest().encode()
 
 
 _counter = 0
@@ -85,14 +103,14 @@ def make_header(msg_type: str, parent: str | None = None) -> dict:
 
 def seal(key: bytes, msg_type: str, body: dict, parent: str | None = None) -> list[bytes]:
     """Frames for one message of ``msg_type`` carrying ``body``."""
-    header = json.dumps(make_header(msg_type, parent), separators=(",", ":")).encode()
-    payload = json.dumps(body, separators=(",", ":")).encode()
+    header = json.dumps(make_header(msg_type, parent)).encode()
+    payload = json.dumps(body).encode()
     return [PROTOCOL_TAG, header, payload, _sign(key, header, payload)]
 
 
 def seal_raw(key: bytes, msg_type: str, payload: bytes, parent: str | None = None) -> list[bytes]:
     """Like :func:`seal` for a body that is already encoded JSON."""
-    header = json.dumps(make_header(msg_type, parent), separators=(",", ":")).encode()
+    header = json.dumps(make_header(msg_type, parent)).encode()
     return [PROTOCOL_TAG, header, payload, _sign(key, header, payload)]
 
 
@@ -105,7 +123,7 @@ def open_envelope(key: bytes, frames: list[bytes]) -> tuple[dict, bytes]:
     if len(frames) != 4 or frames[0] != PROTOCOL_TAG:
         raise AuthError(f"not a plurm message ({len(frames)} frames)")
     _tag, header_raw, body, signature = frames
-    if not hmac.compare_digest(_sign(key, header_raw, body), bytes(signature)):
+    if not compare_digest(_sign(key, header_raw, body), bytes(signature)):
         raise AuthError("bad message signature")
     try:
         header = json.loads(header_raw)

@@ -318,7 +318,7 @@ def getopt(prog: str, args: list[str], stop_at_nonoption: bool = True
             try:
                 opt = lookup_long(prog, name)
             except KeyError:
-                raise GetoptError(prog, f"unrecognized option '--{name}'") from None
+                raise GetoptError(prog, f"unrecognized option '{a}'") from None
             except LookupError as exc:
                 poss = " ".join(f"'--{c}'" for c in exc.args[0])
                 raise GetoptError(prog, f"option '{a}' is ambiguous; possibilities: {poss}"

@@ -124,7 +124,12 @@ def _parse_value(prog: str, opt: Option, value: str | None,
 def _apply_env(state: _State, prog: str, env: Mapping[str, str]) -> None:
     for var, opt in env_inputs(prog):
         if var in env:
-            state.apply(opt, env[var])
+            if opt.arg == "none" and opt.name != "get-user-env":
+                state.apply(opt, None)      # a flag: any value sets it
+            elif opt.arg == "none":
+                state.raw[opt.key], state.typed[opt.key] = env[var], True
+            else:
+                state.apply(opt, env[var])
     extra = EXTRA_ENV.get(prog, {})
     for var, target in extra.items():
         if var not in env:
@@ -387,7 +392,7 @@ def _display(key: str, raw: Any, typed: Any, opts: dict[str, Any] | None = None)
     if key == "oversubscribe":
         return "oversubscribe"
     if key == "get-user-env":
-        return "0"
+        return "0" if raw is True else str(raw)
     if key == "extra-node-info":
         return ":".join(f for f in str(raw).split(":") if f != "*")
     if key == "switches":

@@ -46,16 +46,18 @@ class OptionValueError(OptionError):
     verbatim (Slurm's time parser prints one unprefixed line of its own)."""
 
     def __init__(self, text: str, exit_code: int = 255, pre_lines: list[str] | None = None,
-                 prefixed: bool = True) -> None:
+                 prefixed: bool = True, pre_errors: list[str] | None = None) -> None:
         self.text = text
-        self.pre_lines = list(pre_lines or [])
+        self.pre_lines = list(pre_lines or [])     # printed verbatim
+        self.pre_errors = list(pre_errors or [])   # printed as "<prog>: error: ..." lines
         # prefixed=False: the line is printed as is (getopt-style messages)
         self.prefixed = prefixed
-        super().__init__(self.pre_lines + [text], exit_code)
+        super().__init__(self.pre_lines + self.pre_errors + [text], exit_code)
 
     def for_prog(self, prog: str) -> OptionError:
         line = f"{prog}: error: {self.text}" if self.prefixed else self.text
-        return OptionError(self.pre_lines + [line], self.exit_code)
+        errs = [f"{prog}: error: {e}" for e in self.pre_errors]
+        return OptionError(self.pre_lines + errs + [line], self.exit_code)
 
 
 def _invalid(opt: str) -> OptionValueError:
@@ -691,7 +693,7 @@ def parse_cpu_freq(value: str, opt: str = "cpu-freq") -> str:
         ok = ok and gov.lower() in _CPU_FREQ_WORDS[4:]
     if not ok:
         raise OptionValueError("Invalid --cpu-freq argument", 255,
-                               [f'unrecognized --cpu-freq argument "{value}"'], prefixed=True)
+                               pre_errors=[f'unrecognized --cpu-freq argument "{value}"'])
     return value
 
 

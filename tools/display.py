@@ -77,14 +77,7 @@ def version_line() -> str:
 
 
 # ----------------------------------------------------------------------------- times
-def format_elapsed(seconds: float | int | None) -> str:
-    """Seconds as squeue's TIME column and sinfo's TIMELIMIT print them:
-    ``0:13``, ``10:00``, ``1:02:03``, ``1-00:00:00``; ``INVALID`` below 0 or beyond a year."""
-    if seconds is None:
-        return "INVALID"
-    secs = int(seconds)
-    if secs < 0 or secs > SECONDS_PER_YEAR:
-        return "INVALID"
+def _clock(secs: int) -> str:
     days, rest = divmod(secs, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
@@ -95,6 +88,17 @@ def format_elapsed(seconds: float | int | None) -> str:
     return f"{minutes}:{secs:02d}"
 
 
+def format_elapsed(seconds: float | int | None) -> str:
+    """Seconds as squeue's TIME column prints them: ``0:13``, ``10:00``, ``1:02:03``,
+    ``1-00:00:00``; ``INVALID`` below 0 or beyond a year."""
+    if seconds is None:
+        return "INVALID"
+    secs = int(seconds)
+    if secs < 0 or secs > SECONDS_PER_YEAR:
+        return "INVALID"
+    return _clock(secs)
+
+
 def squeue_time_limit(minutes: int | None) -> str:
     """A job's time limit as squeue prints it (%l): ``UNLIMITED``, ``10:00``, ``365-00:00:00``."""
     if minutes is None:
@@ -103,18 +107,11 @@ def squeue_time_limit(minutes: int | None) -> str:
 
 
 def sinfo_time_limit(minutes: int | None) -> str:
-    """A partition's MaxTime as sinfo prints it (%l): ``infinite``, ``1:00:00``, ``2-00:00:00``."""
+    """A partition's MaxTime as sinfo prints it (%l): ``infinite``, ``30:00``, ``1:00:00``,
+    ``2-00:00:00``."""
     if minutes is None:
         return "infinite"
-    secs = minutes * 60
-    days, rest = divmod(secs, 86400)
-    hours, rest = divmod(rest, 3600)
-    mins, secs = divmod(rest, 60)
-    if days:
-        return f"{days}-{hours:02d}:{mins:02d}:{secs:02d}"
-    if hours:
-        return f"{hours}:{mins:02d}:{secs:02d}"
-    return f"{mins}:{secs:02d}"
+    return _clock(int(minutes) * 60)
 
 
 def format_timestamp(t: float | None, environ: dict | None = None) -> str:

@@ -120,7 +120,7 @@ class Options:
         self.action: str | None = None  # help | usage | version | helpformat
 
 
-def _glibc_message(exc: Exception, argv: list[str]) -> str:
+def _glibc_message(exc: Exception) -> str:
     """getopt's error in the words glibc's getopt_long prints."""
     text = str(exc)
     opt = getattr(exc, "opt", "")
@@ -148,7 +148,7 @@ def parse_args(argv: list[str]) -> Options:
     try:
         pairs, rest = getopt.gnu_getopt(argv, _SHORT, _LONG)
     except getopt.GetoptError as exc:
-        raise UsageError(_glibc_message(exc, argv)) from None
+        raise UsageError(_glibc_message(exc)) from None
     for key, value in pairs:
         if key in ("-a", "--allusers"):
             opts.allusers = True

@@ -3,8 +3,9 @@
 Supported: job ids ``12``, ``12_3``, ``12_[1-3]``; the filters ``-u``, ``-n``, ``-t``, ``-p``
 (alone or narrowing the ids); ``-s/--signal`` by name (``USR1``, ``SIGUSR1``) or number;
 ``-b/--batch``, ``-f/--full``, ``-v``, ``-Q``, ``--help``, ``--usage``, ``-V``.
-Not supported (an error, exit 1): cancelling a single step (``12.0``), ``-i``, ``-w``,
-``-A``, ``-q``, ``-R``, ``--wckey``, ``-M``, ``--sibling``, ``-H``.
+Accepted and ignored: ``-H``, ``-M`` (one cluster).  Not supported (an error, exit 1, so
+that a filter is never silently dropped): cancelling a single step (``12.0``), ``-i``,
+``-w``, ``-A``, ``-q``, ``-R``, ``--wckey``, ``--sibling``.
 
 As Slurm: a job that does not exist or has already ended is reported only with ``-v``,
 and is not an error when the signal is SIGKILL (plain cancel); any other failure prints
@@ -153,8 +154,8 @@ def parse_args(argv: list[str], environ: dict[str, str] | None = None) -> Option
             opts.action = opts.action or "help"
         elif key == "--usage":
             opts.action = opts.action or "usage"
-        elif key in ("-H", "--hurry", "--ctld"):
-            pass  # no burst buffers; the controller always relays signals
+        elif key in ("-H", "--hurry", "--ctld", "-M", "--clusters", "--cluster"):
+            pass  # no burst buffers, one cluster; the controller always relays signals
         else:
             raise UsageError([f"{PROG}: error: option {key} is not supported by plurm"])
     states = []

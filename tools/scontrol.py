@@ -343,7 +343,10 @@ class Scontrol:
             return
         for result in reply.get("results", []):
             if "error" in result:
-                self.error(f"{result['error']} for job {result.get('job')}")
+                if self.quiet:
+                    self.rc = 1
+                else:
+                    self.error(f"{result['error']} for job {result.get('job')}")
 
     def cmd_hold(self, args: list[str]) -> None:
         self._hold(args, "admin" if os.getuid() == 0 else "user")

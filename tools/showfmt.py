@@ -169,6 +169,14 @@ def run_seconds(job: dict, now: float) -> int:
     return max(0, int(end) - int(start))
 
 
+def job_exit(job: dict) -> str:
+    """ExitCode of a job record.  A cancelled job keeps 0:0 as in Slurm (the signal that
+    ended its batch script shows on the batch step, not on the job)."""
+    if job.get("state") == "CANCELLED":
+        return "0:0"
+    return f"{job.get('exit_code', 0)}:{job.get('exit_signal', 0)}"
+
+
 def job_reason(job: dict) -> str:
     """The Reason field; for an ended job the cause Slurm records (NonZeroExitCode, ...)."""
     reason = job.get("reason", "None")
@@ -337,7 +345,7 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
     lines.append(f"JobState={state} Reason={job_reason(job)} Dependency={dependency_str(job)}")
     lines.append(f"Requeue={1 if spec.get('requeue', True) else 0} Restarts={job.get('restarts', 0)} "
                  f"BatchFlag={1 if spec.get('batch', True) else 0} Reboot=0 "
-                 f"ExitCode={job.get('exit_code', 0)}:{job.get('exit_signal', 0)}")
+                 f"ExitCode={job_exit(job)}")
     if details:
         lines.append(f"DerivedExitCode={job.get('derived_exit_code', 0)}:0")
     limit = job_limit_minutes(job)
@@ -767,10 +775,10 @@ def acct_job_row(job: dict, now: float, cluster: str, def_mem_per_cpu: int | Non
         "JobName": spec.get("name", "sbatch"),
         "Partition": job.get("partition", ""),
         "Account": spec.get("account") or "",
-        "AllocCPUS": str(cpus if nodes or state != "PENDING" else 0),
+        "AllocCPUS": str(cpus),  # slurmdbd records the request until the job is allocated
         "NCPUS": str(cpus),
         "State": state_s,
-        "ExitCode": f"{job.get('exit_code', 0)}:{job.get('exit_signal', 0)}",
+        "ExitCode": job_exit(job),
         "DerivedExitCode": f"{job.get('derived_exit_code', 0)}:0",
         "Elapsed": format_duration(elapsed),
         "ElapsedRaw": str(elapsed),

@@ -21,7 +21,6 @@ from plurm.tools.display import (
     pad,
     parse_format,
     parse_long_format,
-    render,
     sinfo_time_limit,
     version_line,
 )
@@ -778,6 +777,11 @@ def sort_records(records: list[Record], spec: str | None, node_flag: bool) -> li
 
 
 # ----------------------------------------------------------------------------- output
+def _date_line(opts: Options, now: float) -> str:
+    """sinfo prints the date first with -l or -i (not with -h), even when the load fails."""
+    return ctime_line(now) if not opts.noheader and (opts.long or opts.iterate) else ""
+
+
 def format_sinfo(nodes: list[dict], partitions: list[dict], opts: Options, ctx: Context) -> str:
     fields, _ = build_fields(opts)
     letters = {f.key for f in fields if f.key}
@@ -791,9 +795,7 @@ def format_sinfo(nodes: list[dict], partitions: list[dict], opts: Options, ctx: 
         for r in records:
             if r.part is not None:
                 part_width = max(part_width, len(r.part.get("name", "")) + (1 if r.part.get("default") else 0))
-    out: list[str] = []
-    if opts.long or opts.iterate:
-        out.append(ctime_line(ctx.now))
+    out: list[str] = [_date_line(opts, ctx.now)]
     if not opts.noheader:
         out.append(_line(fields, None, ctx, node_width, part_width))
     for rec in records:
@@ -832,16 +834,18 @@ def _load_error(exc) -> str:
     return f"slurm_load_partitions: {exc}\n"
 
 
-def run_once(opts: Options) -> tuple[str, str, int]:
+def run_once(opts: Options) -> tuple[list[tuple[str, str]], int]:
+    """One load and display: ([(stream, text)] in the order Slurm writes them, exit code)."""
     from plurm.corescheduler.client import ClientError, request
 
     try:
         reply = request("node_info", {"nodes": [], "partitions": opts.partitions})
     except ClientError as exc:
-        return "", _load_error(exc), 1
+        return [("out", _date_line(opts, time.time())), ("err", _load_error(exc))], 1
     ctx = Context(reply.get("now") or time.time(), cluster=reply.get("cluster", ""))
     _, errors = build_fields(opts)
-    return format_sinfo(reply.get("nodes", []), reply.get("partitions", []), opts, ctx), "".join(errors), 0
+    return [("err", "".join(errors)),
+            ("out", format_sinfo(reply.get("nodes", []), reply.get("partitions", []), opts, ctx))], 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -857,18 +861,19 @@ def main(argv: list[str] | None = None) -> int:
                 "RESV_NAME", "STATE", "START_TIME", "END_TIME", "DURATION", "NODELIST"))
         return 0
     while True:
-        out, err, rc = run_once(opts)
-        if err:
-            sys.stderr.write(err)
-        sys.stdout.write(out)
-        sys.stdout.flush()
-        if not opts.iterate or rc:
+        chunks, rc = run_once(opts)
+        for stream, text in chunks:
+            (sys.stdout if stream == "out" else sys.stderr).write(text)
+            if stream == "out":
+                sys.stdout.flush()
+        if not opts.iterate:
             return rc
+        sys.stdout.write("\n")
+        sys.stdout.flush()
         try:
             time.sleep(opts.iterate)
-            sys.stdout.write("\n")
         except KeyboardInterrupt:
-            return 0
+            return 130
 
 
 if __name__ == "__main__":

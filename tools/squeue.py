@@ -248,6 +248,10 @@ def parse_args(argv: list[str], environ: dict | None = None) -> Options:
             o.states, o.all_states = parse_states(value or "")
         elif key == "u":
             o.users = _split(value or "")
+            bad = [u for u in o.users if not _known_user(u)]
+            if bad:
+                # squeue names each unknown user and shows nobody's jobs for it.
+                sys.stderr.write("".join(_error(f"Invalid user: {u}\n") for u in bad))
         elif key == "me":
             o.users = [_current_user()]
         elif key == "v":
@@ -310,6 +314,18 @@ def parse_args(argv: list[str], environ: dict | None = None) -> Options:
         if o.states is None and not o.all_states:
             o.states = ["PENDING"]
     return o
+
+
+def _known_user(name: str) -> bool:
+    import pwd
+
+    if name.isdigit():
+        return True
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 def _current_user() -> str:
@@ -565,7 +581,12 @@ def build_fields(fmt: str | None, fmt_long: str | None) -> tuple[list[FormatFiel
             fields.append(FormatField(key if len(key) == 1 else "+" + key, f.width, f.right, f.suffix))
         return fields, errors
     fields = []
-    for f in parse_format(fmt if fmt is not None else DEFAULT_FORMAT):
+    fmt = DEFAULT_FORMAT if fmt is None else fmt
+    if fmt.lower() == "%all":  # every field, '|'-separated; letters without a field are skipped
+        letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [chr(c) for c in range(ord("A"), ord("Z") + 1)]
+        known = [c for c in letters if c in FIELDS]
+        return [FormatField(c, 0, False, "" if i == len(known) - 1 else "|") for i, c in enumerate(known)], []
+    for f in parse_format(fmt):
         if f.key is not None and f.key not in FIELDS:
             errors.append(_error(f"Invalid job format specification: {f.key}"))
             text = "%" + ("." if f.right else "") + (str(f.width) if f.width else "") + f.key + f.suffix
@@ -680,15 +701,53 @@ def _job_format(opts: Options) -> str | None:
     return opts.format
 
 
+def select_array_tasks(jobs: list[dict], job_ids: list[str]) -> list[dict]:
+    """``-j 27_3`` when task 3 is still in 27's pending remainder: show that task alone
+    (the controller answers with the whole remainder)."""
+    plain: set[int] = set()
+    tasks: dict[int, set[int]] = {}
+    for text in job_ids:
+        head = text.split(".", 1)[0]
+        base, sep, task = head.partition("_")
+        if not sep:
+            plain.add(int(base))
+        elif task.isdigit():
+            tasks.setdefault(int(base), set()).add(int(task))
+        else:
+            plain.add(int(base))  # 27_[1-3]: keep the remainder whole
+    if not tasks:
+        return jobs
+    out: list[dict] = []
+    for job in jobs:
+        array_id = job.get("array_job_id") or job["job_id"]
+        pending = job.get("array_pending") or []
+        if not pending or array_id in plain or job["job_id"] in plain or array_id not in tasks:
+            out.append(job)
+            continue
+        for task in sorted(set(pending) & tasks[array_id]):
+            row = dict(job)
+            row["array_pending"] = []
+            row["array_task_id"] = task
+            row["array_job_id"] = array_id
+            out.append(row)
+    return out
+
+
+def _date_line(opts: Options, now: float) -> str:
+    """squeue prints the date first with -l or -i (not with -h), even when the load fails."""
+    return ctime_line(now) if not opts.noheader and (opts.long or opts.iterate) else ""
+
+
 def format_jobs(jobs: list[dict], opts: Options, ctx: Context) -> str:
     """The whole output (header, then one line per job) for jobs as the controller sent them."""
     fields, _ = build_fields(_job_format(opts), opts.format_long)
-    out: list[str] = []
-    if opts.long or opts.iterate:
-        out.append(ctime_line(ctx.now))
+    out: list[str] = [_date_line(opts, ctx.now)]
     if not opts.noheader:
         out.append(format_line(fields, None, ctx))
-    rows = sort_jobs(filter_jobs(jobs, opts), opts.sort, ctx.now)
+    rows = filter_jobs(jobs, opts)
+    if opts.jobs:
+        rows = select_array_tasks(rows, opts.jobs)
+    rows = sort_jobs(rows, opts.sort, ctx.now)
     for job in expand_rows(rows, opts.array):
         out.append(format_line(fields, job, ctx))
     return "".join(out)
@@ -735,13 +794,14 @@ def _needs_default_mem(opts: Options) -> bool:
     return "%m" in fmt or bool(re.search(r"%\.?[0-9]*m", fmt)) or "minmemory" in fmt.lower()
 
 
-def run_once(opts: Options) -> tuple[str, str, int]:
+def run_once(opts: Options) -> tuple[list[tuple[str, str]], int]:
+    """One load and display: ([(stream, text)] in the order Slurm writes them, exit code)."""
     from plurm.corescheduler.client import ClientError, request
 
     try:
         reply = request("job_info", _request_body(opts))
     except ClientError as exc:
-        return "", _load_error(exc), 1
+        return [("out", _date_line(opts, time.time())), ("err", _load_error(exc))], 1
     now = reply.get("now") or time.time()
     default_mem = None
     if _needs_default_mem(opts):
@@ -756,7 +816,7 @@ def run_once(opts: Options) -> tuple[str, str, int]:
             pass
     ctx = Context(now, default_mem, cluster=reply.get("cluster", ""))
     _, errors = build_fields(_job_format(opts), opts.format_long)
-    return format_jobs(reply.get("jobs", []), opts, ctx), "".join(errors), 0
+    return [("err", "".join(errors)), ("out", format_jobs(reply.get("jobs", []), opts, ctx))], 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -772,18 +832,19 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(format_steps_header(opts, Context(time.time())))
         return 0
     while True:
-        out, err, rc = run_once(opts)
-        if err:
-            sys.stderr.write(err)
-        sys.stdout.write(out)
-        sys.stdout.flush()
-        if not opts.iterate or rc:
+        chunks, rc = run_once(opts)
+        for stream, text in chunks:
+            (sys.stdout if stream == "out" else sys.stderr).write(text)
+            if stream == "out":
+                sys.stdout.flush()
+        if not opts.iterate:
             return rc
+        sys.stdout.write("\n")
+        sys.stdout.flush()
         try:
             time.sleep(opts.iterate)
-            sys.stdout.write("\n")
         except KeyboardInterrupt:
-            return 0
+            return 130
 
 
 if __name__ == "__main__":

@@ -161,7 +161,15 @@ ERROR_PROBES = [
     "--hold=yes", "--time", "-t", "--bogus-option", "-Z", "-I", "-K",
     "--mem=1 --mem-per-cpu=1", "--core-spec=1 --thread-spec=1", "--wrap=true ok.sh",
     "--gres=gpu:1,mps:50", "--export=ALL,A=b", "--parsable", "-H", "--test-only -n2",
-]
+    "--hint=foo", "--gres-flags=foo", "--wait-all-nodes=2", "--profile=foo", "--no-kill=on",
+    "--kill-on-invalid-dep=foo", "--mem-bind=foo", "--gpu-bind=foo", "--acctg-freq=foo",
+    "--cpu-freq=foo", "--core-spec=abc", "--delay-boot=abc", "--switches=abc",
+    "--sockets-per-node=0", "--threads-per-core=abc", "--hint=nomultithread",
+    "--gres-flags=disable-binding", "--cpu-freq=high", "--mem-bind=local",
+    "--gpu-bind=closest", "--acctg-freq=task=30", "--switches=1@10:00", "--no-kill=off",
+    "--nice", "--exclusive", "--propagate", "--get-user-env",
+] + [f"--{letter}=1" for letter in "abcdefghiklmnopqrstuvwxyz"] + [
+    "--clu=x", "--gpus-per=1", "--mem-per=1", "--ntasks-per=1", "--time-=1", "--no-=1"]
 
 
 @pytest.mark.compat
@@ -188,3 +196,35 @@ def test_errors_match_real_sbatch(probe: str, tmp_path: Path,
             assert (exc.lines, exc.exit_code) == (real_lines, rc)
     else:
         assert rc is None, (rc, real_lines)
+
+
+SBATCH_ENV = sorted({var for var, _ in __import__("plurm.grammar.options",
+                                                   fromlist=["env_inputs"]).env_inputs("sbatch")})
+# values "2" that real sbatch refuses only in later, cluster-side validation
+_LATER = {"SBATCH_GPUS_PER_TASK", "SBATCH_GPUS_PER_SOCKET", "SBATCH_MEM_PER_GPU",
+          "SBATCH_CLUSTERS", "SBATCH_POWER", "SBATCH_GRES"}
+
+
+@pytest.mark.compat
+@needs_real
+@pytest.mark.parametrize("var", SBATCH_ENV)
+def test_env_inputs_match_real_sbatch(var: str, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+    from plurm.grammar.sbatch_cli import format_verbose_block
+    if var in _LATER:
+        pytest.skip("refused by real sbatch in cluster-side validation")
+    (tmp_path / "ok.sh").write_text("#!/bin/bash\ntrue\n")
+    monkeypatch.chdir(tmp_path)
+    rc, err = run_real(["-v", "ok.sh"], tmp_path, {var: "2"}, cwd=tmp_path)
+    noise = re.compile(r"^sbatch: (select/|accounting_storage|cred/|Number of tasks|Setting|"
+                       r"error: Ignoring|error: Batch job submission failed: Unable to contact)")
+    try:
+        req = parse_sbatch(["-v", "ok.sh"], {var: "2"})
+    except OptionError as exc:
+        real_lines = [ln for ln in err.splitlines() if not noise.match(ln)
+                      and "defined options" not in ln and not ln.startswith("sbatch: ---")
+                      and not re.match(r"sbatch: \S+\s+: ", ln)]
+        assert (exc.lines, exc.exit_code) == (real_lines, rc)
+    else:
+        assert _blocks(format_verbose_block(req)) == _blocks(err)

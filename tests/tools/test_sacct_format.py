@@ -92,6 +92,7 @@ def session() -> tuple[list[dict], list[dict]]:
     jobs.append(job(22, "bash", 1, "COMPLETED", "n1", gres="gpus=1"))
     steps.append(step(22, "0", "bash", 1))
     jobs.append(job(23, "run_multi", 8, "CANCELLED", "n1", nodes_n=2))
+    jobs[-1]["exit_signal"] = 15  # the batch script's end; the job line still shows 0:0
     steps.append(step(23, "batch", "batch", 4, "CANCELLED", 15))
     jobs.append(job(24, "run_one", 1, "CANCELLED", "n3"))
     steps.append(step(24, "batch", "batch", 1, "CANCELLED", 15))
@@ -198,3 +199,32 @@ def test_state_codes():
     assert sacct._state_names(["cd", "F", "running", "CA"]) == ["COMPLETED", "FAILED", "RUNNING", "CANCELLED"]
     with pytest.raises(sacct.UsageError):
         sacct._state_names(["bogus"])
+
+
+def test_run_request_body(monkeypatch):
+    import os
+
+    from plurm.corescheduler import client
+
+    sent = []
+    jobs, steps = session()
+
+    def fake(msg_type, body):
+        sent.append((msg_type, body))
+        return {"jobs": [j for j in jobs if j["job_id"] == 33], "steps": steps, "cluster": "anchor"}
+
+    monkeypatch.setattr(client, "request", fake)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert sacct.main(["-j", "33", "-l"]) == 0
+    assert out.getvalue() == ref("sacct_long_one.txt")
+    assert sent[-1][1]["job_ids"] == ["33"] and sent[-1][1]["start_time"] is None
+    with redirect_stdout(io.StringIO()):
+        assert sacct.main([]) == 0
+    body = sent[-1][1]
+    lt = time.localtime()
+    assert body["start_time"] == time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
+    assert body["users"] == ([] if os.getuid() == 0 else [str(os.getuid())])
+    with redirect_stdout(io.StringIO()):
+        assert sacct.main(["-s", "CD,f", "-u", "alice"]) == 0
+    assert sent[-1][1]["states"] == ["COMPLETED", "FAILED"] and sent[-1][1]["users"] == ["alice"]

@@ -300,3 +300,21 @@ def test_unreachable_controller_message():
                                                "Connection refused", "ConnectError")})
     rc, out, err = run(sc, ["show", "job"])
     assert rc == 1 and err == "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"
+
+
+def test_main_options_before_command(monkeypatch):
+    monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        assert scontrol.main(["-o", "-d", "show", "hostnames", "n[1-2]"]) == 0
+        assert scontrol.main(["--bogus"]) == 1
+        assert scontrol.main(["show", "hostnames"]) == 1
+    assert out.getvalue() == "n1\nn2\n"
+    assert "scontrol: unrecognized option '--bogus'" in err.getvalue()
+
+
+def test_quiet_hides_update_errors():
+    sc = FakeScontrol({"update_job": {"results": [{"job": "12", "error": "Job is no longer pending execution",
+                                                   "code": "NotPending"}]}})
+    sc.quiet = True
+    assert run(sc, ["release", "12"]) == (1, "", "")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -224,3 +223,18 @@ def test_sort_option():
                            "27_[2-5%2]"]
     with pytest.raises(squeue.Usage):
         squeue.sort_jobs(jobs, "!", NOW)
+
+
+def test_one_pending_array_task_by_id():
+    jobs = [j for j in busy_jobs() if j.get("array_job_id") == 27]
+    out = run(["-h", "-j", "27_3", "-o", "%i %t"], [jobs[-1]])
+    assert out == "27_3 PD\n"
+    out = run(["-h", "-j", "27", "-o", "%i %t"], [jobs[-1]])
+    assert out == "27_[2-5%2] PD\n"
+
+
+def test_format_all():
+    out = run(["-o", "%all"], [running(43, "abc", ["n1"], [1])])
+    header, line = out.splitlines()
+    assert header.startswith("ACCOUNT|TRES_PER_NODE|MIN_CPUS|") and header.endswith("|SCHEDNODES|WORK_DIR")
+    assert len(header.split("|")) == len(line.split("|"))
