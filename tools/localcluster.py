@@ -91,7 +91,7 @@ KillWait=10
 MinJobAge=300
 DefMemPerCPU={def_mem}
 NodeName={names} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} CPUs={shape.cpus_per_node} \
-RealMemory={shape.memory_per_node} State=UNKNOWN
+Sockets=1 CoresPerSocket={shape.cpus_per_node} ThreadsPerCore=1 RealMemory={shape.memory_per_node} State=UNKNOWN
 PartitionName={shape.partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
 
