@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from plurm.corescheduler import model, protocol
-from plurm.corescheduler.state import ClusterState, _parse_task_ids
+from plurm.corescheduler.state import ClusterState, parse_task_ids
 
 
 def _matches(job: model.Job, msg: protocol.AcctQuery, wanted: list[tuple[int, set[int] | None]]) -> bool:
@@ -35,7 +35,7 @@ def query(state: ClusterState, msg: protocol.AcctQuery) -> dict[str, Any]:
     wanted: list[tuple[int, set[int] | None]] = []
     for spec in msg.job_ids:
         base, sep, tasks = spec.partition(".")[0].partition("_")
-        wanted.append((int(base), _parse_task_ids(tasks) if sep else None))
+        wanted.append((int(base), parse_task_ids(tasks) if sep else None))
     jobs: dict[int, model.Job] = {}
     for job in state.store.acct_jobs():
         if _matches(job, msg, wanted):

@@ -29,7 +29,7 @@ import zmq
 from plurm.corescheduler import model, protocol, wire
 from plurm.corescheduler.client import key_path_for
 from plurm.corescheduler.model import Node, Partition
-from plurm.corescheduler.state import ClusterState, Outgoing, RequestError
+from plurm.corescheduler.state import ClusterState, Outgoing, RequestError, parse_task_ids
 from plurm.corescheduler.store import StateStore
 
 log = logging.getLogger("plurmctld")
@@ -289,8 +289,7 @@ class Controller:
                     continue
                 task_ids = None
                 if "_" in spec:
-                    from plurm.corescheduler.state import _parse_task_ids
-                    task_ids = _parse_task_ids(spec.split("_", 1)[1])
+                    task_ids = parse_task_ids(spec.split("_", 1)[1])
                 targets.extend((job, task_ids, spec) for job in found)
         else:
             for job in self.state.jobs.values():
@@ -344,16 +343,7 @@ class Controller:
         return {"ok": True}
 
     def on_job_complete(self, header: dict, msg: protocol.JobComplete, ident: bytes) -> Any:
-        job = self.state.jobs.get(msg.job_id)
-        if job is None:
-            raise RequestError("Invalid job id specified", "InvalidJobId")
-        if header["uid"] not in (0, os.getuid(), job.spec.user_id):
-            raise RequestError("Access/permission denied", "AccessDenied")
-        if job.state == model.RUNNING:
-            self.state._finish(job, model.FAILED if msg.exit_code or msg.exit_signal else model.COMPLETED,
-                               time.time(), msg.exit_code, msg.exit_signal)
-            self.dispatch([Outgoing(n, "terminate_job", self.state._terminate_body(job))
-                           for n in job.nodes])
+        self.dispatch(self.state.allocation_complete(msg.job_id, header["uid"], msg.exit_code, msg.exit_signal))
         return {"ok": True}
 
     def on_acct_query(self, header: dict, msg: protocol.AcctQuery, ident: bytes) -> Any:

@@ -133,6 +133,7 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     held_by: str | None = None  # "user" | "admin"
     last_sched_eval: float | None = None
     cancel_state: str | None = None  # the state to record when plurmd reports the end
+    cancel_uid: int | None = None  # who cancelled it (sacct: "CANCELLED by UID")
 
 
 class StepRecord(msgspec.Struct, kw_only=True, omit_defaults=True):

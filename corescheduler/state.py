@@ -111,7 +111,7 @@ class ClusterState:
         self.store.set_meta("next_job_id", str(self.next_job_id))
         return job_id
 
-    def _terminate_body(self, job: Job) -> dict[str, Any]:
+    def terminate_body(self, job: Job) -> dict[str, Any]:
         return {"job_id": job.job_id, "kill_wait": self.kill_wait,
                 "batch_host": job.nodes[0] if job.spec.batch and job.nodes else ""}
 
@@ -133,7 +133,7 @@ class ClusterState:
             if direct is not None and direct.array_job_id is None:
                 return [direct]
             return ([direct] if direct is not None else []) + members
-        wanted = _parse_task_ids(task)
+        wanted = parse_task_ids(task)
         found = []
         for job in self.jobs.values():
             if job.array_job_id != job_id:
@@ -378,7 +378,7 @@ class ClusterState:
             self.store.put_acct_step(step)
         out = self._finish(job, state, end, exit_code, exit_signal)
         # Steps that may still run on the other nodes of the allocation.
-        out.extend(Outgoing(n, "terminate_job", self._terminate_body(job))
+        out.extend(Outgoing(n, "terminate_job", self.terminate_body(job))
                    for n in job.nodes[1:])
         return out
 
@@ -407,6 +407,19 @@ class ClusterState:
         self.need_schedule = True
         return []
 
+    def allocation_complete(self, job_id: int, uid: int, exit_code: int, exit_signal: int) -> list[Outgoing]:
+        """srun/salloc report the end of the allocation they hold (no batch script)."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise RequestError("Invalid job id specified", "InvalidJobId")
+        if uid not in (0, os.getuid(), job.spec.user_id):
+            raise RequestError("Access/permission denied", "AccessDenied")
+        if job.state != model.RUNNING:
+            return []
+        state = model.FAILED if exit_code or exit_signal else model.COMPLETED
+        out = self._finish(job, state, time.time(), exit_code, exit_signal)
+        return out + [Outgoing(n, "terminate_job", self.terminate_body(job)) for n in job.nodes]
+
     # ------------------------------------------------------------------ cancel / signal
     def cancel(self, job: Job, uid: int, signal: int | None = None, batch_only: bool = False,
                task_ids: set[int] | None = None) -> list[Outgoing]:
@@ -420,6 +433,7 @@ class ClusterState:
             targets = job.nodes[:1] if batch_only else job.nodes
             return [Outgoing(n, "signal_job", {"job_id": job.job_id, "signal": signal, "batch_only": batch_only})
                     for n in targets]
+        job.cancel_uid = uid
         if job.state == model.PENDING:
             if job.array_pending and task_ids is not None:
                 remaining = [t for t in job.array_pending if t not in task_ids]
@@ -431,7 +445,7 @@ class ClusterState:
                     for task in cancelled:
                         record = Job(job_id=self._new_job_id(), spec=job.spec, partition=job.partition,
                                      time_limit=job.time_limit, submit_time=job.submit_time,
-                                     array_job_id=job.array_job_id, array_task_id=task)
+                                     array_job_id=job.array_job_id, array_task_id=task, cancel_uid=uid)
                         self.jobs[record.job_id] = record
                         self._finish(record, model.CANCELLED, now)
                     self._save(job)
@@ -442,13 +456,13 @@ class ClusterState:
             job.cancel_state = model.CANCELLED
             if not job.spec.batch:
                 out = self._finish(job, model.CANCELLED, now)
-                return out + [Outgoing(n, "terminate_job", self._terminate_body(job))
+                return out + [Outgoing(n, "terminate_job", self.terminate_body(job))
                               for n in job.nodes]
             job.state = model.CANCELLED
             job.completing = True
             job.end_time = now
             self._save(job)
-            return [Outgoing(n, "terminate_job", self._terminate_body(job))
+            return [Outgoing(n, "terminate_job", self.terminate_body(job))
                     for n in job.nodes]
         if job.completing:
             return []
@@ -528,7 +542,7 @@ class ClusterState:
                 node.down = False
                 node.reason = None
             else:
-                raise RequestError(f"Invalid node state specified", "InvalidNodeState")
+                raise RequestError("Invalid node state specified", "InvalidNodeState")
         if reason is not None and (node.drain or node.down):
             node.reason = reason
             node.reason_time = time.time()
@@ -657,7 +671,7 @@ class ClusterState:
                     job.state = model.TIMEOUT
                     job.completing = True
                     self._save(job)
-                out.extend(Outgoing(n, "terminate_job", self._terminate_body(job))
+                out.extend(Outgoing(n, "terminate_job", self.terminate_body(job))
                            for n in job.nodes)
             elif (job.state in model.FINISHED_STATES and not job.completing and job.end_time is not None
                   and now - job.end_time > self.min_job_age):
@@ -677,7 +691,7 @@ class ClusterState:
         return out
 
 
-def _parse_task_ids(text: str) -> set[int]:
+def parse_task_ids(text: str) -> set[int]:
     text = text.strip("[]")
     wanted: set[int] = set()
     for part in text.split(","):

@@ -67,6 +67,7 @@ class NodeDaemon:
         self.jobs: dict[int, RunningJob] = {}
         self.steps: dict[tuple[int, int], subprocess.Popen] = {}
         self.unacked: dict[int, dict[str, Any]] = {}
+        self.step_kill_at: dict[tuple[int, int], float] = {}
         self.replays = wire.ReplayGuard()
         self.ctx = zmq.Context()
         self.ctld = self.ctx.socket(zmq.DEALER)
@@ -205,7 +206,7 @@ class NodeDaemon:
             job.kill_at = deadline
         for key, proc in self.steps.items():
             if key[0] == job_id:
-                self._step_kill_at[key] = deadline
+                self.step_kill_at[key] = deadline
 
     def report_end(self, job_id: int, exit_code: int, exit_signal: int) -> None:
         report = {"node": self.name, "job_id": job_id, "exit_code": exit_code, "exit_signal": exit_signal,
@@ -252,8 +253,6 @@ class NodeDaemon:
         return key_path_for(self.conf_path)
 
     # ------------------------------------------------------------------ children
-    _step_kill_at: dict[tuple[int, int], float] = {}
-
     def reap(self) -> None:
         now = time.monotonic()
         for job_id, job in list(self.jobs.items()):
@@ -274,14 +273,13 @@ class NodeDaemon:
         for key, proc in list(self.steps.items()):
             if proc.poll() is not None:
                 del self.steps[key]
-                self._step_kill_at.pop(key, None)
-            elif key in self._step_kill_at and now >= self._step_kill_at[key]:
+                self.step_kill_at.pop(key, None)
+            elif key in self.step_kill_at and now >= self.step_kill_at[key]:
                 _kill_group(proc.pid, signal.SIGKILL)
-                del self._step_kill_at[key]
+                del self.step_kill_at[key]
 
     # ------------------------------------------------------------------ loop
     def run(self) -> None:
-        self._step_kill_at = {}
         poller = zmq.Poller()
         poller.register(self.ctld, zmq.POLLIN)
         poller.register(self.srv, zmq.POLLIN)
