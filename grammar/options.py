@@ -12,8 +12,7 @@ No lark here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from .values import OptionError, OptionValueError
 
@@ -25,14 +24,14 @@ _CMD_LETTER = {"b": "sbatch", "r": "srun", "a": "salloc"}
 _ENV_PREFIX = {"b": "SBATCH_", "r": "SLURM_", "a": "SALLOC_"}
 
 
-@dataclass(frozen=True, slots=True)
-class Option:
+class Option(NamedTuple):
+    """One row of the table (a NamedTuple: no dataclasses import on the start-up path)."""
     name: str                  # long name, as the commands spell it
     short: str | None          # short letter, if any
     arg: str                   # "none" | "required" | "optional"
     parser: str                # key of values.PARSERS
-    commands: frozenset[str]   # which of sbatch/srun/salloc accept it
-    env: dict[str, tuple[str, ...]]  # command -> input environment variable names
+    commands: frozenset        # which of sbatch/srun/salloc accept it
+    env: dict                  # command -> tuple of input environment variable names
     key: str                   # the option it sets (tasks-per-node sets ntasks-per-node)
     accumulate: bool = False   # repeats add up (-v) instead of the last one winning
 
@@ -291,8 +290,7 @@ def lookup_long(prog: str, word: str) -> Option:
     raise LookupError([o.name for o in cands])
 
 
-@dataclass(slots=True)
-class Parsed:
+class Parsed(NamedTuple):
     option: Option
     value: str | None          # None for flags / optional argument not given
     given: list[str]           # the argv words consumed

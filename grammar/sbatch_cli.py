@@ -19,14 +19,14 @@ Order of work, as sbatch does it (observed with sbatch 22.05.8):
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from . import values as V
 from .options import (GetoptError, Option, OptionError, OptionValueError, Parsed, getopt,
                       options_for, env_inputs, EXTRA_ENV)
-from .script import Directive, ScriptInfo, UnmatchedQuote, check_script, read_script
+from .script import (Directive, ScriptInfo, UnmatchedQuote, check_script, read_script,
+                     translate_pbs)
 
 __all__ = ["SbatchRequest", "SrunRequest", "parse_sbatch", "parse_srun",
            "format_verbose_block", "help_text", "usage_text", "version_text", "normalized"]
@@ -52,30 +52,58 @@ def version_text(prog: str = "sbatch") -> str:
     return _text("version_sbatch.txt")
 
 
-@dataclass
 class SbatchRequest:
-    options: dict[str, Any]                  # option key -> typed value (component 0)
-    script_path: str | None
-    script_text: str
-    script_args: list[str]
-    warnings: list[str] = field(default_factory=list)
-    directives: list[dict[str, Any]] = field(default_factory=list)
-    verbose: int = 0
-    raw_options: dict[str, Any] = field(default_factory=dict)   # key -> string | True
-    components: list[dict[str, Any]] = field(default_factory=list)      # typed, per hetjob comp.
-    raw_components: list[dict[str, Any]] = field(default_factory=list)
-    script_info: ScriptInfo | None = None
+    """What sbatch was asked to do.  ``options`` maps option keys (as sbatch spells them,
+    e.g. "cpus-per-task") to typed values after precedence; ``raw_options`` holds the same
+    keys with the strings as given (True for flags).  Hetjobs: one dict per component in
+    ``components``/``raw_components``; ``options`` is component 0."""
+
+    def __init__(self, options: dict[str, Any], script_path: str | None, script_text: str,
+                 script_args: list[str], warnings: list[str] | None = None,
+                 directives: list[dict[str, Any]] | None = None, verbose: int = 0,
+                 raw_options: dict[str, Any] | None = None,
+                 components: list[dict[str, Any]] | None = None,
+                 raw_components: list[dict[str, Any]] | None = None,
+                 script_info: ScriptInfo | None = None,
+                 pbs_translated: list[dict[str, Any]] | None = None) -> None:
+        self.options = options
+        self.script_path = script_path
+        self.script_text = script_text
+        self.script_args = script_args
+        self.warnings = warnings if warnings is not None else []
+        self.directives = directives if directives is not None else []
+        self.verbose = verbose
+        self.raw_options = raw_options if raw_options is not None else {}
+        self.components = components if components is not None else [options]
+        self.raw_components = raw_components if raw_components is not None \
+            else [self.raw_options]
+        self.script_info = script_info
+        self.pbs_translated = pbs_translated if pbs_translated is not None else []
+
+    def __repr__(self) -> str:
+        return (f"SbatchRequest(options={self.options!r}, script_path={self.script_path!r}, "
+                f"script_args={self.script_args!r})")
 
 
-@dataclass
 class SrunRequest:
-    options: dict[str, Any]
-    command: list[str]
-    warnings: list[str] = field(default_factory=list)
-    verbose: int = 0
-    raw_options: dict[str, Any] = field(default_factory=dict)
-    components: list[dict[str, Any]] = field(default_factory=list)   # "srun A : B" het steps
-    commands: list[list[str]] = field(default_factory=list)
+    """srun's options (typed, after precedence) and the command to run; ``components`` and
+    ``commands`` list each part of ``srun A : B``."""
+
+    def __init__(self, options: dict[str, Any], command: list[str],
+                 warnings: list[str] | None = None, verbose: int = 0,
+                 raw_options: dict[str, Any] | None = None,
+                 components: list[dict[str, Any]] | None = None,
+                 commands: list[list[str]] | None = None) -> None:
+        self.options = options
+        self.command = command
+        self.warnings = warnings if warnings is not None else []
+        self.verbose = verbose
+        self.raw_options = raw_options if raw_options is not None else {}
+        self.components = components if components is not None else [options]
+        self.commands = commands if commands is not None else [command]
+
+    def __repr__(self) -> str:
+        return f"SrunRequest(options={self.options!r}, command={self.command!r})"
 
 
 # ------------------------------------------------------------------------- value handling
@@ -158,11 +186,23 @@ def _validate(prog: str, st: _State, warnings: list[str]) -> None:
         # (sic: Slurm's message spells it "thred")
         raise OptionError([f"{prog}: fatal: -S/--core-spec and --thred-spec options are "
                            "mutually exclusive"], 1)
-    # a node range wider than the task count: sbatch lowers the maximum (sbatch -v shows it)
+    if "cpus-per-gpu" in t and "cpus-per-task" in t:
+        raise OptionError([f"{prog}: error: --cpus-per-gpu is mutually exclusive with "
+                           "--cpus-per-task",
+                           f"{prog}: error: Invalid generic resource (gres) specification"], 1)
+    # more nodes than tasks: sbatch lowers the node count (and says so when the minimum
+    # itself is too high); sbatch -v shows the lowered value
     if "nodes" in t and isinstance(t.get("ntasks"), int):
         lo, hi = t["nodes"]
-        if hi > t["ntasks"] and hi > lo:
-            t["nodes"] = [lo, max(lo, t["ntasks"])]
+        n = t["ntasks"]
+        if lo > n:
+            warnings.append(f"{prog}: Warning: can't run {n} processes on {lo} nodes, "
+                            f"setting nnodes to {n}")
+            lo = hi = n
+        elif hi > n:
+            hi = n
+        if [lo, hi] != t["nodes"]:
+            t["nodes"] = [lo, hi]
             st.raw["nodes"] = _nodes_str(t["nodes"])
     if "chdir" in t and not os.path.isabs(t["chdir"]):
         t["chdir"] = _full_path(os.getcwd(), t["chdir"])
@@ -235,14 +275,19 @@ def parse_sbatch(argv: list[str], env: Mapping[str, str], stdin_bytes: bytes | N
             info = read_script(script_text)
         except UnmatchedQuote as exc:
             where = script_path or "(stdin)"
-            raise OptionError([f"{prog}: fatal: {where}: line {exc.line_no}: Unmatched "  # type: ignore[attr-defined]
-                               f"`{exc.quote}` in [{exc.text}]"], 1) from None  # type: ignore[attr-defined]
+            raise OptionError([f"{prog}: fatal: {where}: line {exc.line_no}: Unmatched "
+                               f"`{exc.quote}` in [{exc.text}]"], 1) from None
 
     # script directives, one component after another (each inherits the previous one)
     states = [_State(prog)]
     directives_out: list[dict[str, Any]] = []
+    pbs_out: list[dict[str, Any]] = []
     if info is not None:
         _apply_directives(prog, info, states, directives_out)
+        ignore = ("ignore-pbs" in states[0].raw or "SBATCH_IGNORE_PBS" in env
+                  or any(p.option.name == "ignore-pbs" for g in groups for p in g))
+        if info.pbs and not ignore:
+            _apply_pbs(prog, info, states, pbs_out)
     # one component per command-line group, too
     while len(states) < len(groups):
         states.append(states[-1].copy())
@@ -267,7 +312,7 @@ def parse_sbatch(argv: list[str], env: Mapping[str, str], stdin_bytes: bytes | N
         script_args=script_args, warnings=warnings, directives=directives_out,
         verbose=verbose, raw_options=states[0].raw,
         components=[s.typed for s in states], raw_components=[s.raw for s in states],
-        script_info=info)
+        script_info=info, pbs_translated=pbs_out)
 
 
 def _apply_directives(prog: str, info: ScriptInfo, states: list[_State],
@@ -309,6 +354,19 @@ def _apply_directives(prog: str, info: ScriptInfo, states: list[_State],
             if norm is not None:
                 rec["normalized"] = norm
             out.append(rec)
+
+
+def _apply_pbs(prog: str, info: ScriptInfo, states: list[_State],
+               out: list[dict[str, Any]]) -> None:
+    """#PBS lines go after every #SBATCH line (they override them), component 0."""
+    longs = options_for(prog)[0]
+    st = states[0]
+    for d in info.pbs:
+        for given, name, value in translate_pbs(d.tokens):
+            opt = longs[name]
+            st.apply(opt, None if opt.arg == "none" else value)
+            out.append({"line": d.line, "given": given, "option": name,
+                        "value": True if opt.arg == "none" else value})
 
 
 # --------------------------------------------------------------------------------- srun

@@ -17,40 +17,53 @@ sbatch applies, observed side by side with sbatch 22.05.8:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from .values import OptionError
 
 __all__ = ["Directive", "ScriptInfo", "read_script", "tokenize", "check_script",
-           "MAGIC_WORDS", "HETJOB_WORDS"]
+           "translate_pbs", "MAGIC_WORDS", "HETJOB_WORDS"]
 
 MAGIC_WORDS = ("#SBATCH", "#SLURM")   # #SLURM is the deprecated spelling
 HETJOB_WORDS = ("hetjob", "packjob")
 _BLANKS = " \t\r\v\f"
 
 
-@dataclass(slots=True)
 class Directive:
-    line: int                 # 1-based line number
-    tokens: list[str]         # words after quote/escape processing
-    text: str                 # the line as written
-    magic: str = "#SBATCH"
-    component: int = 0        # heterogeneous-job component
+    """One #SBATCH line: its words after quote/escape processing."""
+    __slots__ = ("line", "tokens", "text", "magic", "component")
+
+    def __init__(self, line: int, tokens: list[str], text: str, magic: str = "#SBATCH",
+                 component: int = 0) -> None:
+        self.line = line            # 1-based line number
+        self.tokens = tokens
+        self.text = text            # the line as written
+        self.magic = magic
+        self.component = component  # heterogeneous-job component
+
+    def __repr__(self) -> str:
+        return f"Directive({self.line}, {self.tokens!r}, component={self.component})"
 
 
-@dataclass(slots=True)
 class ScriptInfo:
-    interpreter: dict[str, Any] | None
-    directives: list[Directive] = field(default_factory=list)
-    first_command: dict[str, Any] | None = None
-    not_directives: list[dict[str, Any]] = field(default_factory=list)
-    components: int = 1
+    """What the reader found: interpreter, directives, where reading stopped, look-alikes."""
+    __slots__ = ("interpreter", "directives", "first_command", "not_directives", "components",
+                 "pbs")
+
+    def __init__(self, interpreter: dict[str, Any] | None) -> None:
+        self.interpreter = interpreter
+        self.directives: list[Directive] = []
+        self.first_command: dict[str, Any] | None = None
+        self.not_directives: list[dict[str, Any]] = []
+        self.components = 1
+        self.pbs: list[Directive] = []      # #PBS lines, translated unless --ignore-pbs
 
 
 class UnmatchedQuote(Exception):
     def __init__(self, quote: str) -> None:
         self.quote = quote
+        self.line_no = 0
+        self.text = ""
 
 
 def tokenize(text: str) -> tuple[list[str], str]:
@@ -142,8 +155,6 @@ def _why_not(line: str) -> str | None:
         return "double-hash (commented out)"
     if s.startswith(("#DW ", "#BB ")) or s in ("#DW", "#BB"):
         return "burst-buffer directive (read by the burst_buffer plugin, not an sbatch option)"
-    if s.startswith("#PBS"):
-        return "#PBS directive (translated only by Slurm's PBS wrapper qsub, not by sbatch)"
     word = s[1:].split(None, 1)[0] if s[1:].strip() else ""
     if s[1:2] in (" ", "\t") and word.upper() == "SBATCH":
         return "hash-space ('# SBATCH' is a comment)"
@@ -184,8 +195,8 @@ def read_script(text: str) -> ScriptInfo:
             try:
                 words, comment = tokenize(line[len(magic):])
             except UnmatchedQuote as exc:
-                exc.line_no = no  # type: ignore[attr-defined]
-                exc.text = line[len(magic):].strip(_BLANKS)  # type: ignore[attr-defined]
+                exc.line_no = no
+                exc.text = line[len(magic):].strip(_BLANKS)
                 raise
             if "#SBATCH" in comment:
                 info.not_directives.append({"line": no, "text": line, "reason":
@@ -197,6 +208,17 @@ def read_script(text: str) -> ScriptInfo:
             if words:
                 info.directives.append(Directive(no, words, line, magic, component))
             continue
+        if line.startswith("#PBS") and line[4:5] in ("", " ", "\t"):
+            try:
+                words, _ = tokenize(line[4:])
+            except UnmatchedQuote as exc:
+                exc.line_no, exc.text = no, line[4:].strip(_BLANKS)
+                raise
+            info.pbs.append(Directive(no, words, line, "#PBS", component))
+            info.not_directives.append({"line": no, "text": line, "reason":
+                                        "#PBS (translated into sbatch options, applied after "
+                                        "the #SBATCH ones; see pbs_translated)"})
+            continue
         stripped = line.strip(_BLANKS)
         if stripped == "" or stripped.startswith("#"):
             reason = _why_not(line)
@@ -207,3 +229,68 @@ def read_script(text: str) -> ScriptInfo:
         info.first_command = {"line": no, "text": line}
     info.components = component + 1
     return info
+
+
+# ------------------------------------------------------------------------------- #PBS lines
+# Translation of the PBS/Torque options sbatch honours in "#PBS" lines (observed with sbatch
+# 22.05.8): unknown letters are ignored, as sbatch does.
+_PBS_WITH_ARG = set("aAcCejklmMNopqrStuvW")
+_PBS_SIMPLE = {"a": "begin", "A": "account", "e": "error", "M": "mail-user", "N": "job-name",
+               "o": "output", "p": "nice", "q": "partition", "t": "array", "v": "export"}
+_PBS_MAIL = {"a": "FAIL", "b": "BEGIN", "e": "END", "n": "NONE"}
+
+
+def _pbs_resources(spec: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    rest = spec
+    while rest:
+        key, eq, rest = rest.partition("=")
+        if not eq:
+            break
+        if key == "ncpus":          # sbatch takes the rest of the list as the number
+            out.append(("mincpus", rest))
+            break
+        val, _, rest = rest.partition(",")
+        if key == "walltime":
+            out.append(("time", val))
+        elif key == "mem":
+            out.append(("mem", val))
+        elif key == "pmem":
+            out.append(("mem-per-cpu", val))
+        elif key == "nodes":
+            count, _, extra = val.partition(":")
+            out.append(("nodes", count))
+            if extra.startswith("ppn=") and count.isdigit() and extra[4:].isdigit():
+                out.append(("ntasks", str(int(count) * int(extra[4:]))))
+    return out
+
+
+def translate_pbs(words: list[str]) -> list[tuple[str, str, str]]:
+    """(given, sbatch long option, value) for the words of #PBS lines."""
+    out: list[tuple[str, str, str]] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        i += 1
+        if len(w) < 2 or w[0] != "-":
+            continue
+        letter, val = w[1], w[2:]
+        if letter in _PBS_WITH_ARG and not val:
+            if i >= len(words):
+                break
+            val = words[i]
+            i += 1
+        given = f"-{letter} {val}".rstrip()
+        if letter in _PBS_SIMPLE:
+            out.append((given, _PBS_SIMPLE[letter], val))
+        elif letter == "h":
+            out.append((given, "hold", ""))
+        elif letter == "l":
+            out += [(given, k, v) for k, v in _pbs_resources(val)]
+        elif letter == "m":
+            types = [_PBS_MAIL[c] for c in val if c in _PBS_MAIL]
+            if types:
+                out.append((given, "mail-type", ",".join(types)))
+        elif letter == "W" and val.startswith("depend="):
+            out.append((given, "dependency", val[7:]))
+    return out

@@ -65,12 +65,12 @@ def _invalid(opt: str) -> OptionValueError:
 
 
 # --------------------------------------------------------------------------------- numbers
-_INT_RE = re.compile(r"[ \t]*[+-]?\d+")
+_INT_RE = r"[ \t]*[+-]?\d+"
 
 
 def _strtol(s: str) -> tuple[int | None, str]:
     """C strtol: optional leading blanks and sign; returns (value or None, rest)."""
-    m = _INT_RE.match(s)
+    m = re.match(_INT_RE, s)
     if not m:
         return None, s
     return int(m.group()), s[m.end():]
@@ -107,14 +107,16 @@ def parse_nice(value: str | None, opt: str = "nice") -> int:
 
 
 # ------------------------------------------------------------------------------ time limits
+# Patterns are kept as strings: re caches each compiled pattern on first use, so importing
+# this module compiles nothing (it is on every command's start-up path).
 _TIME_FORMS = [
     # (regex, fields) -- days, hours, minutes, seconds; the forms the sbatch man page lists
-    (re.compile(r"(\d+)"), ("m",)),
-    (re.compile(r"(\d+):(\d+)"), ("m", "s")),
-    (re.compile(r"(\d+):(\d+):(\d+)"), ("h", "m", "s")),
-    (re.compile(r"(\d+)-(\d+)"), ("d", "h")),
-    (re.compile(r"(\d+)-(\d+):(\d+)"), ("d", "h", "m")),
-    (re.compile(r"(\d+)-(\d+):(\d+):(\d+)"), ("d", "h", "m", "s")),
+    (r"(\d+)", ("m",)),
+    (r"(\d+):(\d+)", ("m", "s")),
+    (r"(\d+):(\d+):(\d+)", ("h", "m", "s")),
+    (r"(\d+)-(\d+)", ("d", "h")),
+    (r"(\d+)-(\d+):(\d+)", ("d", "h", "m")),
+    (r"(\d+)-(\d+):(\d+):(\d+)", ("d", "h", "m", "s")),
 ]
 _SCALE = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
@@ -129,7 +131,7 @@ def time_to_seconds(value: str) -> int | None:
         # err_time_negative): the job gets no limit of its own.
         return None
     for rx, fields in _TIME_FORMS:
-        m = rx.fullmatch(value)
+        m = re.fullmatch(rx, value)
         if m:
             return sum(int(g) * _SCALE[f] for g, f in zip(m.groups(), fields))
     return -1
@@ -156,13 +158,13 @@ def minutes_to_str(minutes: int | None) -> str:
 
 
 # ---------------------------------------------------------------------------------- memory
-_MEM_RE = re.compile(r"[ \t]*\+?(\d+)(?:([KkMmGgTt])[Bb]?)?")
+_MEM_RE = r"[ \t]*\+?(\d+)(?:([KkMmGgTt])[Bb]?)?"
 _MEM_UNIT = {"K": -1, "M": 0, "G": 1, "T": 2}
 
 
 def parse_memory(value: str, opt: str = "mem") -> int:
     """Megabytes.  No unit means MB; K rounds up; 0 means all the memory of the node."""
-    m = _MEM_RE.fullmatch(value)
+    m = re.fullmatch(_MEM_RE, value)
     if not m:
         raise _invalid(opt)
     n, unit = int(m.group(1)), (m.group(2) or "M").upper()
@@ -184,11 +186,11 @@ def mbytes_to_str(mb: int) -> str:
 
 
 # ----------------------------------------------------------------------------------- nodes
-_COUNT_RE = re.compile(r"(\d+)([kKmM]?)")
+_COUNT_RE = r"(\d+)([kKmM]?)"
 
 
 def _node_count(s: str) -> int | None:
-    m = _COUNT_RE.fullmatch(s)
+    m = re.fullmatch(_COUNT_RE, s)
     if not m:
         return None
     return int(m.group(1)) * {"": 1, "k": 1024, "m": 1048576}[m.group(2).lower()]
@@ -215,7 +217,7 @@ def parse_nodes(value: str, opt: str = "nodes") -> list[int]:
 # ----------------------------------------------------------------------------------- array
 MAX_ARRAY_SIZE = 1001  # slurm.conf MaxArraySize default: indices 0..1000
 _ARRAY_ERR = "Batch job submission failed: Invalid job array specification"
-_RANGE_RE = re.compile(r"(\d+)(?:-(\d+)(?::(\d+))?)?")
+_RANGE_RE = r"(\d+)(?:-(\d+)(?::(\d+))?)?"
 
 
 def parse_array(value: str, opt: str = "array", max_array_size: int = MAX_ARRAY_SIZE
@@ -233,7 +235,7 @@ def parse_array(value: str, opt: str = "array", max_array_size: int = MAX_ARRAY_
         max_running = int(throttle)
     indices: set[int] = set()
     for part in spec.split(","):
-        m = _RANGE_RE.fullmatch(part)
+        m = re.fullmatch(_RANGE_RE, part)
         if not m:
             raise OptionValueError(_ARRAY_ERR, 1)
         first = int(m.group(1))
@@ -249,7 +251,7 @@ def parse_array(value: str, opt: str = "array", max_array_size: int = MAX_ARRAY_
 DEPENDENCY_TYPES = ("after", "afterany", "afterburstbuffer", "aftercorr", "afternotok",
                     "afterok", "singleton", "expand")
 _DEP_ERR = "Batch job submission failed: Job dependency problem"
-_JOBID_RE = re.compile(r"(\d+(?:_\d+|_\*)?)(?:\+(\d+))?")
+_JOBID_RE = r"(\d+(?:_\d+|_\*)?)(?:\+(\d+))?"
 
 
 def parse_dependency(value: str, opt: str = "dependency") -> dict[str, Any]:
@@ -277,7 +279,7 @@ def parse_dependency(value: str, opt: str = "dependency") -> dict[str, Any]:
             raise OptionValueError(_DEP_ERR, 1)
         ids, minutes = [], None
         for tok in rest.split(":"):
-            m = _JOBID_RE.fullmatch(tok)
+            m = re.fullmatch(_JOBID_RE, tok)
             if not m:
                 raise OptionValueError(_DEP_ERR, 1)
             ids.append(m.group(1))
@@ -294,12 +296,12 @@ SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6, "BUS":
            "TTOU": 22, "URG": 23, "XCPU": 24, "XFSZ": 25, "VTALRM": 26, "PROF": 27,
            "WINCH": 28, "IO": 29, "PWR": 30, "SYS": 31}
 _SIGNAMES = {v: k for k, v in SIGNALS.items()}
-_SIGNAL_RE = re.compile(r"(?:([RBrb]*):)?([A-Za-z0-9]+)(?:@(\d+))?")
+_SIGNAL_RE = r"(?:([RBrb]*):)?([A-Za-z0-9]+)(?:@(\d+))?"
 
 
 def parse_signal(value: str, opt: str = "signal") -> dict[str, Any]:
     """[{R|B}:]sig[@seconds]; the warning time defaults to 60 s."""
-    m = _SIGNAL_RE.fullmatch(value)
+    m = re.fullmatch(_SIGNAL_RE, value)
     if not m:
         raise _invalid(opt)
     flags, sig, secs = (m.group(1) or "").upper(), m.group(2).upper(), m.group(3)
@@ -344,12 +346,12 @@ def parse_export(value: str, opt: str = "export") -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------ gres, gpus
 _GRES_ERR = "Invalid generic resource (gres) specification"
-_GRES_COUNT_RE = re.compile(r"(\d+)([kKmMgGtT]?)")
+_GRES_COUNT_RE = r"(\d+)([kKmMgGtT]?)"
 _SHARING = ("mps", "shard")
 
 
 def _gres_count(s: str) -> int | None:
-    m = _GRES_COUNT_RE.fullmatch(s)
+    m = re.fullmatch(_GRES_COUNT_RE, s)
     if not m:
         return None
     return int(m.group(1)) * 1024 ** " KMGT".index(m.group(2).upper() or " ")
@@ -429,12 +431,11 @@ def parse_mail_type(value: str, opt: str = "mail-type") -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- begin/deadline
-_REL_RE = re.compile(r"now(?:\+(\d+)(seconds?|minutes?|hours?|days?|weeks?|[smhdw])?)?",
-                     re.I)
+_REL_RE = r"(?i)now(?:\+(\d+)(seconds?|minutes?|hours?|days?|weeks?|[smhdw])?)?"
 _REL_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _NAMED = {"midnight": (0, 0), "noon": (12, 0), "elevenses": (11, 0), "fika": (15, 0),
           "teatime": (16, 0)}
-_HMS_RE = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([AaPp][Mm])?")
+_HMS_RE = r"(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([AaPp][Mm])?"
 
 
 def _local(y: int, mo: int, d: int, h: int = 0, mi: int = 0, s: int = 0) -> int:
@@ -452,7 +453,7 @@ def parse_begin(value: str, opt: str = "begin", now: float | None = None) -> int
     low = v.lower()
     err = OptionValueError(f"Invalid --{opt} specification", 255,
                            [f"Invalid time specification (pos=0): {value}"])
-    m = _REL_RE.fullmatch(low)
+    m = re.fullmatch(_REL_RE, low)
     if m:
         n = int(m.group(1) or 0)
         unit = (m.group(2) or "s")[0]
@@ -471,14 +472,14 @@ def parse_begin(value: str, opt: str = "begin", now: float | None = None) -> int
         y, mo, d = (int(x) for x in m.groups())
         h = mi = s = 0
         if sep:
-            tm = _HMS_RE.fullmatch(time_part)
+            tm = re.fullmatch(_HMS_RE, time_part)
             if not tm:
                 raise err
             h, mi, s = int(tm.group(1)), int(tm.group(2)), int(tm.group(3) or 0)
         if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 60):
             raise err
         return _local(y, mo, d, h, mi, s)
-    m = _HMS_RE.fullmatch(v)
+    m = re.fullmatch(_HMS_RE, v)
     if m:
         h, mi, s = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
         if m.group(4):

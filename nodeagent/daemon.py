@@ -305,10 +305,13 @@ class NodeDaemon:
                     self.on_srun(self.srv.recv_multipart(zmq.NOBLOCK))
                 except zmq.Again:
                     break
-            self.reap()
-            if time.monotonic() >= next_ping:
-                self.ping()
-                next_ping = time.monotonic() + PING_INTERVAL_S
+            try:
+                self.reap()
+                if time.monotonic() >= next_ping:
+                    self.ping()
+                    next_ping = time.monotonic() + PING_INTERVAL_S
+            except Exception:  # keep serving the jobs that run; the next turn retries
+                log.exception("node daemon loop error")
 
     def stop(self, *_args: Any) -> None:
         self.running = False

@@ -167,7 +167,8 @@ ERROR_PROBES = [
     "--sockets-per-node=0", "--threads-per-core=abc", "--hint=nomultithread",
     "--gres-flags=disable-binding", "--cpu-freq=high", "--mem-bind=local",
     "--gpu-bind=closest", "--acctg-freq=task=30", "--switches=1@10:00", "--no-kill=off",
-    "--nice", "--exclusive", "--propagate", "--get-user-env",
+    "--nice", "--exclusive", "--propagate", "--get-user-env", "-N 4 -n 2", "-N 2-4 -n 3",
+    "--cpus-per-gpu=2 -c 2", "--requeue --no-requeue", "--exclusive --oversubscribe",
 ] + [f"--{letter}=1" for letter in "abcdefghiklmnopqrstuvwxyz"] + [
     "--clu=x", "--gpus-per=1", "--mem-per=1", "--ntasks-per=1", "--time-=1", "--no-=1"]
 
@@ -188,7 +189,7 @@ def test_errors_match_real_sbatch(probe: str, tmp_path: Path,
     real_lines = [ln.replace(REAL_SBATCH + ":", "sbatch:") for ln in err.splitlines()
                   if not noise.match(ln)]
     try:
-        parse_sbatch(argv, {})
+        req = parse_sbatch(argv, {})
     except OptionError as exc:
         if rc is None:  # real sbatch got as far as the controller
             assert "Batch job submission failed" in exc.message, exc.lines
@@ -196,6 +197,7 @@ def test_errors_match_real_sbatch(probe: str, tmp_path: Path,
             assert (exc.lines, exc.exit_code) == (real_lines, rc)
     else:
         assert rc is None, (rc, real_lines)
+        assert req.warnings == [ln for ln in real_lines if "arning" in ln]
 
 
 SBATCH_ENV = sorted({var for var, _ in __import__("plurm.grammar.options",
