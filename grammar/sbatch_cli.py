@@ -340,7 +340,8 @@ def _apply_directives(prog: str, info: ScriptInfo, states: list[_State],
                 pos += 1
             d = line_of[pos] if pos < len(line_of) else line_of[-1]
             pos += len(p.given)
-            st.apply(p.option, p.value)
+            if not p.option.accumulate:     # -v in a script does not raise verbosity
+                st.apply(p.option, p.value)
             rec: dict[str, Any] = {"line": d.line, "option": p.option.name,
                                    "value": True if p.value is None else p.value,
                                    "given": " ".join(p.given)}

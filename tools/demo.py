@@ -80,7 +80,7 @@ def run_demo(directory: str | None, keep: bool = True) -> int:
     _show("queue", ["squeue"], env, work)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        proc = subprocess.run(_command("squeue") + ["-h", "-j", ",".join(ids)], env=env, capture_output=True,
+        proc = subprocess.run(_command("squeue") + ["-h", "-t", "PD,R,CG,S", "-j", ",".join(ids)], env=env, capture_output=True,
                               text=True)
         if not proc.stdout.strip():
             break

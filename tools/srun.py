@@ -178,6 +178,15 @@ class Step:
         self.ctx.term()
 
 
+def _step_name(argv: list[str], options: dict[str, Any], command: list[str], own_allocation: bool) -> str:
+    """A step is named after its command, unless -J is on srun's own command line
+    (inside a batch job SLURM_JOB_NAME is set, and names the job, not its steps)."""
+    given = any(a == "-J" or a.startswith(("-J", "--job-name", "--job-nam", "--job-na")) for a in argv[:len(argv) - len(command)])
+    if options.get("job-name") and (given or own_allocation):
+        return str(options["job-name"])
+    return os.path.basename(command[0])
+
+
 def main(argv: list[str] | None = None) -> int:
     from plurm.grammar.options import OptionError
     from plurm.grammar.sbatch_cli import help_text, parse_srun, version_text
@@ -236,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         nodes_min = ntasks
     try:
         step_info = conn.request("step_create", {
-            "job_id": job_id, "name": options.get("job-name") or os.path.basename(req.command[0]),
+            "job_id": job_id, "name": _step_name(argv, options, req.command, own_allocation),
             "ntasks": ntasks,
             "nodes_min": nodes_min if not own_allocation else None,
             "cpus_per_task": options.get("cpus-per-task"), "nodelist": list(nodelist) if not own_allocation else [],

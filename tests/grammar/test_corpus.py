@@ -230,3 +230,41 @@ def test_env_inputs_match_real_sbatch(var: str, tmp_path: Path,
         assert (exc.lines, exc.exit_code) == (real_lines, rc)
     else:
         assert _blocks(format_verbose_block(req)) == _blocks(err)
+
+
+SCRIPT_PROBES = [
+    "#PBS -N pbsname\n#PBS -l walltime=01:30:00\n#PBS -o out.txt\n#PBS -e err.txt\n"
+    "#PBS -q queue1\n#PBS -A acct",
+    "#PBS -l nodes=2:ppn=4\n#PBS -l mem=4gb", "#PBS -m abe\n#PBS -M me@x",
+    "#PBS -v A=1,B\n#PBS -t 1-5\n#PBS -W depend=afterok:1\n#PBS -j oe\n#PBS -h\n#PBS -p 5",
+    "#PBS -l ncpus=4,pmem=100mb", "#SBATCH -J sb\n#PBS -N pb", "#PBS -N pb\n#SBATCH -J sb",
+    "#PBS -l walltime=abc", "#SBATCH --ignore-pbs\n#PBS -N pb",
+    '#SBATCH --comment="abc', "#SBATCH --comment=a\\ b", '#SBATCH --comment="a\\ b"',
+    "#SBATCH --comment=ab\\", "#SBATCH --comment='a\"b' -J \"x\"y", "#SBATCH --nice 5",
+    "#SBATCH hetjob\n#SBATCH -N 2", "#SBATCH", "#SBATCH -vv", "#SLURM -J slurmmagic",
+    "#SBATCH -J a\n\n#\n   \n#SBATCH -t 5", "#SBATCH --time\n#SBATCH 10",
+]
+
+
+@pytest.mark.compat
+@needs_real
+@pytest.mark.parametrize("body", SCRIPT_PROBES)
+def test_scripts_match_real_sbatch(body: str, tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+    from plurm.grammar.sbatch_cli import format_verbose_block
+    (tmp_path / "p.sh").write_text("#!/bin/bash\n" + body + "\ntrue\n")
+    monkeypatch.chdir(tmp_path)
+    rc, err = run_real(["-v", "p.sh"], tmp_path, cwd=tmp_path)
+    noise = re.compile(r"^sbatch: (select/|accounting_storage|cred/|Number of tasks|Setting|"
+                       r"error: Ignoring|error: Batch job submission failed: Unable to contact)")
+    try:
+        req = parse_sbatch(["-v", "p.sh"], {})
+    except OptionError as exc:
+        real_lines = [ln for ln in err.splitlines() if not noise.match(ln)
+                      and "defined options" not in ln and not ln.startswith("sbatch: ---")
+                      and not re.match(r"sbatch: \S+\s+: ", ln)]
+        assert (exc.lines, exc.exit_code) == (real_lines, rc)
+    else:
+        assert rc is None, err
+        assert _blocks(format_verbose_block(req)) == _blocks(err)
