@@ -181,7 +181,8 @@ class Step:
 def _step_name(argv: list[str], options: dict[str, Any], command: list[str], own_allocation: bool) -> str:
     """A step is named after its command, unless -J is on srun's own command line
     (inside a batch job SLURM_JOB_NAME is set, and names the job, not its steps)."""
-    given = any(a == "-J" or a.startswith(("-J", "--job-name", "--job-nam", "--job-na")) for a in argv[:len(argv) - len(command)])
+    own_args = argv[:len(argv) - len(command)]
+    given = any(a.startswith(("-J", "--job-n")) for a in own_args)  # -J, -JNAME, --job-name and its prefixes
     if options.get("job-name") and (given or own_allocation):
         return str(options["job-name"])
     return os.path.basename(command[0])
