@@ -37,7 +37,10 @@ def query(state: ClusterState, msg: protocol.AcctQuery) -> dict[str, Any]:
         base, sep, tasks = spec.partition(".")[0].partition("_")
         wanted.append((int(base), parse_task_ids(tasks) if sep else None))
     jobs: dict[int, model.Job] = {}
-    for job in state.store.acct_jobs():
+    # Narrow in SQL first (job ids, or the time window); _matches applies every filter.
+    ids = [job_id for job_id, _ in wanted]
+    since = None if wanted else msg.start_time
+    for job in state.store.acct_jobs(job_ids=ids or None, since=since):
         if _matches(job, msg, wanted):
             jobs[job.job_id] = job
     for job in state.jobs.values():

@@ -254,9 +254,9 @@ class ClusterState:
             job_id = int(spec.split("_", 1)[0])
         except ValueError:
             return "never"
-        for job in self.store.acct_jobs():
-            if job.job_id == job_id or job.array_job_id == job_id:
-                return _dep_result(kind, [job])
+        finished = list(self.store.acct_jobs(job_ids=[job_id]))
+        if finished:
+            return _dep_result(kind, finished)
         return "ok" if kind in ("after", "afterany") else "never"
 
     def schedule(self, now: float | None = None) -> list[Outgoing]:

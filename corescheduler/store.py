@@ -29,10 +29,12 @@ CREATE TABLE IF NOT EXISTS jobs (job_id INTEGER PRIMARY KEY, data BLOB NOT NULL)
 CREATE TABLE IF NOT EXISTS job_scripts (job_id INTEGER PRIMARY KEY, script TEXT, environment BLOB);
 CREATE TABLE IF NOT EXISTS acct_jobs (
     job_id INTEGER PRIMARY KEY,
+    array_job_id INTEGER,
     user_id INTEGER NOT NULL,
     end_time REAL,
     data BLOB NOT NULL
 );
+CREATE INDEX IF NOT EXISTS acct_jobs_array ON acct_jobs (array_job_id);
 CREATE TABLE IF NOT EXISTS acct_steps (
     job_id INTEGER NOT NULL,
     step_id TEXT NOT NULL,
@@ -110,16 +112,25 @@ class StateStore:
 
     # -- accounting
     def put_acct_job(self, job: Job) -> None:
-        self._db.execute("INSERT OR REPLACE INTO acct_jobs (job_id, user_id, end_time, data) VALUES (?, ?, ?, ?)",
-                         (job.job_id, job.spec.user_id, job.end_time, _job_encoder.encode(job)))
+        self._db.execute("INSERT OR REPLACE INTO acct_jobs (job_id, array_job_id, user_id, end_time, data) "
+                         "VALUES (?, ?, ?, ?, ?)",
+                         (job.job_id, job.array_job_id, job.spec.user_id, job.end_time, _job_encoder.encode(job)))
 
     def put_acct_step(self, step: StepRecord) -> None:
         self._db.execute("INSERT OR REPLACE INTO acct_steps (job_id, step_id, data) VALUES (?, ?, ?)",
                          (step.job_id, step.step_id, _job_encoder.encode(step)))
 
-    def acct_jobs(self, user_ids: list[int] | None = None, since: float | None = None) -> Iterator[Job]:
+    def acct_jobs(self, user_ids: list[int] | None = None, since: float | None = None,
+                  job_ids: list[int] | None = None) -> Iterator[Job]:
+        """Finished jobs; ``job_ids`` match a job or every task of an array."""
         query = "SELECT data FROM acct_jobs"
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[object] = []
+        if job_ids:
+            marks = ",".join("?" * len(job_ids))
+            clauses.append(f"(job_id IN ({marks}) OR array_job_id IN ({marks}))")
+            params.extend(job_ids)
+            params.extend(job_ids)
         if user_ids:
             clauses.append(f"user_id IN ({','.join('?' * len(user_ids))})")
             params.extend(user_ids)
