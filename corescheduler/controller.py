@@ -287,6 +287,8 @@ class Controller:
                 if not found:
                     results.append({"job": spec, "error": "Invalid job id specified", "code": "InvalidJobId"})
                     continue
+                if len(found) > 1:
+                    found = [j for j in found if j.state not in model.FINISHED_STATES or j.completing] or found[:1]
                 task_ids = None
                 if "_" in spec:
                     task_ids = parse_task_ids(spec.split("_", 1)[1])
@@ -306,7 +308,7 @@ class Controller:
             if msg.partitions and job.partition not in msg.partitions:
                 continue
             try:
-                self.dispatch(self.state.cancel(job, uid, msg.signal, msg.batch_only, task_ids))
+                self.dispatch(self.state.cancel(job, uid, msg.signal, msg.batch_only, task_ids, msg.full))
                 results.append({"job": spec, "job_id": job.job_id})
             except RequestError as exc:
                 results.append({"job": spec, "error": str(exc), "code": exc.code})
@@ -319,6 +321,8 @@ class Controller:
             if not found:
                 results.append({"job": spec, "error": "Invalid job id specified", "code": "InvalidJobId"})
                 continue
+            if len(found) > 1:  # a whole array: its finished tasks are left as they are
+                found = [j for j in found if j.state not in model.FINISHED_STATES] or found[:1]
             for job in found:
                 try:
                     self.state.update(job, msg.fields, header["uid"])

@@ -167,7 +167,7 @@ class TerminateJob(Msg):
 class SignalJob(Msg):
     job_id: int
     signal: int
-    batch_only: bool = False
+    scope: str = "steps"  # "steps" (scancel -s), "batch" (-b), "all" (-f)
 
 
 class JobEndedAck(Msg):

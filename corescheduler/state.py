@@ -422,7 +422,7 @@ class ClusterState:
 
     # ------------------------------------------------------------------ cancel / signal
     def cancel(self, job: Job, uid: int, signal: int | None = None, batch_only: bool = False,
-               task_ids: set[int] | None = None) -> list[Outgoing]:
+               task_ids: set[int] | None = None, full: bool = False) -> list[Outgoing]:
         if uid != 0 and uid != os.getuid() and uid != job.spec.user_id:
             raise RequestError("Access/permission denied", "AccessDenied")
         now = time.time()
@@ -430,8 +430,11 @@ class ClusterState:
             if job.state != model.RUNNING:
                 raise RequestError("Job is pending execution" if job.state == model.PENDING
                                    else "Job/step already completing or completed", "NotRunning")
+            # As scancel: -b signals the batch shell (and its children) only, -f the batch
+            # shell and every step, neither: the steps only.
             targets = job.nodes[:1] if batch_only else job.nodes
-            return [Outgoing(n, "signal_job", {"job_id": job.job_id, "signal": signal, "batch_only": batch_only})
+            scope = "batch" if batch_only else ("all" if full else "steps")
+            return [Outgoing(n, "signal_job", {"job_id": job.job_id, "signal": signal, "scope": scope})
                     for n in targets]
         job.cancel_uid = uid
         if job.state == model.PENDING:

@@ -154,7 +154,7 @@ class NodeDaemon:
             elif kind == "terminate_job":
                 self.terminate(msg.job_id, msg.kill_wait, msg.signal, msg.batch_host)
             elif kind == "signal_job":
-                self.signal_job(msg.job_id, msg.signal, msg.batch_only)
+                self.signal_job(msg.job_id, msg.signal, msg.scope)
             elif kind == "job_ended_ack":
                 self.unacked.pop(msg.job_id, None)
             elif kind == "please_register":
@@ -176,17 +176,18 @@ class NodeDaemon:
         self.jobs[msg.job_id] = RunningJob(msg.job_id, proc, time.time())
         log.info("job %s started, pid %s", msg.job_id, proc.pid)
 
-    def _processes(self, job_id: int, batch_only: bool = False) -> list[subprocess.Popen]:
+    def _processes(self, job_id: int, scope: str = "all") -> list[subprocess.Popen]:
+        """The job's process groups: its batch script ("batch"), its steps ("steps"), or both."""
         procs: list[subprocess.Popen] = []
         job = self.jobs.get(job_id)
-        if job is not None and job.proc is not None:
+        if scope in ("batch", "all") and job is not None and job.proc is not None:
             procs.append(job.proc)
-        if not batch_only:
+        if scope in ("steps", "all"):
             procs.extend(p for (jid, _), p in self.steps.items() if jid == job_id)
         return procs
 
-    def signal_job(self, job_id: int, signum: int, batch_only: bool = False) -> None:
-        for proc in self._processes(job_id, batch_only):
+    def signal_job(self, job_id: int, signum: int, scope: str = "steps") -> None:
+        for proc in self._processes(job_id, scope):
             _kill_group(proc.pid, signum)
 
     def terminate(self, job_id: int, kill_wait: float, signum: int = signal.SIGTERM, batch_host: str = "") -> None:

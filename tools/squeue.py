@@ -682,7 +682,7 @@ def filter_jobs(jobs: list[dict], opts: Options) -> list[dict]:
         if opts.states is not None:
             if state not in opts.states:
                 continue
-        elif not opts.all_states and not opts.jobs:
+        elif not opts.all_states:  # with -j too: `squeue -j DONE` prints nothing, as Slurm
             if state not in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING"):
                 continue
         if opts.accounts and _spec(job).get("account") not in opts.accounts:

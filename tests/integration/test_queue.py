@@ -1,0 +1,73 @@
+"""Queue control from the commands: array tasks, dependencies, updates, signals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from plurmtest import Cluster, wait_for, write_script
+
+
+def test_scancel_one_array_task_and_squeue_folding(cluster: Cluster, workdir: Path) -> None:
+    array_id = cluster.sbatch("-H", "--array=1-4", "--wrap", "true", cwd=workdir)
+    assert cluster.run("squeue", "-h", "-o", "%i", "-j", str(array_id), check=True).stdout == f"{array_id}_[1-4]\n"
+    cluster.run("scancel", f"{array_id}_3", check=True)
+    # squeue -j shows active jobs only, as Slurm's (checked against 22.05).
+    assert cluster.run("squeue", "-h", "-o", "%i", "-j", str(array_id), check=True).stdout == \
+        f"{array_id}_[1-2,4]\n"
+    assert cluster.run("squeue", "-h", "-r", "-o", "%i", "-j", str(array_id), check=True).stdout.split() == \
+        [f"{array_id}_1", f"{array_id}_2", f"{array_id}_4"]
+    cluster.run("scontrol", "release", str(array_id), check=True)
+    cluster.wait_idle()
+    states = cluster.run("sacct", "-X", "-P", "-n", "-o", "JobID,State", "-j", str(array_id),
+                         check=True).stdout.splitlines()
+    assert sorted(states) == sorted([f"{array_id}_1|COMPLETED", f"{array_id}_2|COMPLETED",
+                                     f"{array_id}_3|CANCELLED by 0", f"{array_id}_4|COMPLETED"])
+
+
+def test_dependencies(cluster: Cluster, workdir: Path) -> None:
+    first = cluster.sbatch("--wrap", "sleep 1", cwd=workdir)
+    fails = cluster.sbatch("--wrap", "exit 1", cwd=workdir)
+    after_ok = cluster.sbatch(f"--dependency=afterok:{first}", "--wrap", "true", cwd=workdir)
+    after_not_ok = cluster.sbatch(f"--dependency=afternotok:{fails}", "--wrap", "true", cwd=workdir)
+    never = cluster.sbatch(f"--dependency=afterok:{fails}", "--wrap", "true", cwd=workdir)
+    assert cluster.job(after_ok)["reason"] == "Dependency"
+    cluster.wait_state(after_ok, "COMPLETED")
+    cluster.wait_state(after_not_ok, "COMPLETED")
+    wait_for(lambda: cluster.job(never).get("reason") == "DependencyNeverSatisfied", what="never satisfied")
+    cluster.run("scancel", str(never), check=True)
+
+
+def test_update_time_limit_and_name(cluster: Cluster, workdir: Path) -> None:
+    job_id = cluster.sbatch("-H", "-t", "10", "--wrap", "true", cwd=workdir)
+    cluster.run("scontrol", "update", f"JobId={job_id}", "TimeLimit=5", "JobName=renamed", check=True)
+    job = cluster.job(job_id)
+    assert job["time_limit"] == 5 and job["spec"]["name"] == "renamed"
+    out = cluster.run("scontrol", "show", "job", str(job_id), check=True).stdout
+    assert "JobName=renamed" in out and "TimeLimit=00:05:00" in out
+    cluster.run("scancel", str(job_id), check=True)
+
+
+def test_scancel_signal_reaches_the_script(cluster: Cluster, workdir: Path) -> None:
+    write_script(workdir, "trap.sh", "#!/bin/bash\ntrap 'echo got USR1; exit 0' USR1\n"
+                                     "for i in $(seq 300); do sleep 0.1; done\n")
+    job_id = cluster.sbatch("trap.sh", cwd=workdir)
+    cluster.wait_state(job_id, "RUNNING")
+    wait_for(lambda: (workdir / f"slurm-{job_id}.out").exists(), what="output file")
+    # Without -b or -f a signal goes to the job's steps only (it has none): the shell goes on.
+    cluster.run("scancel", "--signal=USR1", str(job_id), check=True)
+    cluster.run("scancel", "-b", "--signal=USR1", str(job_id), check=True)
+    cluster.wait_state(job_id, "COMPLETED")
+    assert (workdir / f"slurm-{job_id}.out").read_text().count("got USR1") == 1
+
+
+def test_scancel_by_user_and_name(cluster: Cluster, workdir: Path) -> None:
+    ids = [cluster.sbatch("-H", "-J", "sweepme", "--wrap", "true", cwd=workdir) for _ in range(3)]
+    keep = cluster.sbatch("-H", "-J", "keepme", "--wrap", "true", cwd=workdir)
+    cluster.run("scancel", "-n", "sweepme", check=True)
+    for job_id in ids:
+        assert cluster.job(job_id)["state"] == "CANCELLED"
+    assert cluster.job(keep).get("state", "PENDING") == "PENDING"
+    import getpass
+
+    cluster.run("scancel", "-u", getpass.getuser(), "-t", "PENDING", check=True)
+    assert cluster.job(keep)["state"] == "CANCELLED"
