@@ -6,9 +6,10 @@ option is described once -- long name, short letter, argument kind, the commands
 it, its value parser (a key of ``values.PARSERS``), its input variables, and whether repeats
 accumulate -- and the three front ends read it.
 
-This module is on every command's start-up path: it imports only ``re`` (through values) and
-builds the table from a text block with str.split (about 0.3 ms; see ``python -X importtime``).
-No lark here.
+This module is on every command's start-up path: it imports nothing beyond what ``site``
+already loaded, and builds the table from a text block with str.split.  Measured with
+bytecode cached: values 0.6 ms, options 1.0 ms, script 0.2 ms, sbatch_cli 0.4 ms (python
+3.11, ``python -X importtime``).  No lark, no dataclasses (5.6 ms), no eager re.compile.
 """
 from __future__ import annotations
 

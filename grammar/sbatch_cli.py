@@ -28,7 +28,7 @@ from .options import (GetoptError, Option, OptionError, OptionValueError, Parsed
 from .script import (Directive, ScriptInfo, UnmatchedQuote, check_script, read_script,
                      translate_pbs)
 
-__all__ = ["SbatchRequest", "SrunRequest", "parse_sbatch", "parse_srun",
+__all__ = ["SbatchRequest", "SrunRequest", "parse_sbatch", "parse_srun", "parse_salloc",
            "format_verbose_block", "help_text", "usage_text", "version_text", "normalized"]
 
 _TEXTS = Path(__file__).resolve().parent / "texts"
@@ -405,6 +405,25 @@ def parse_srun(argv: list[str], env: Mapping[str, str]) -> SrunRequest:
     return SrunRequest(options=states[0].typed, command=commands[0], warnings=warnings,
                        verbose=states[0].verbose, raw_options=states[0].raw,
                        components=[s.typed for s in states], commands=commands)
+
+
+def parse_salloc(argv: list[str], env: Mapping[str, str]) -> SrunRequest:
+    """salloc [options] [command [args]]: the same rules as srun, SALLOC_* variables."""
+    prog = "salloc"
+    parsed, rest = getopt(prog, list(argv))
+    for p in parsed:
+        if p.option.name in _INFO_OPTS:
+            return SrunRequest(options={p.option.name: True}, command=[])
+    st = _State(prog)
+    _apply_env(st, prog, env)
+    for p in parsed:
+        st.apply(p.option, p.value)
+    warnings: list[str] = []
+    _validate(prog, st, warnings)
+    if st.deferred:
+        raise st.deferred[0]
+    return SrunRequest(options=st.typed, command=rest, warnings=warnings, verbose=st.verbose,
+                       raw_options=st.raw)
 
 
 # ------------------------------------------------------------------------- sbatch -v text

@@ -1,11 +1,13 @@
 """Batch-script reader: the ``#!`` line, ``#SBATCH`` directives, where reading stops, and the
 lines that look like directives but are not (with the reason, for users and tests).
 
-Tokenizer decision -- hand-written, no lark.  Measured on this machine (python 3.11):
-``python -X importtime -c "import lark"`` costs about 80 ms cumulative, more than the whole
-start-up budget of sbatch (real sbatch submits in ~7 ms), and a directive line is a tiny
-regular language (words, two kinds of quotes, backslash, '#' comment).  The character loop
-below reads a 30-line script in well under 0.1 ms and imports nothing.  The rules are those
+Tokenizer decision -- hand-written, no lark.  Measured on this machine (python 3.11.7,
+2 cores): ``python -X importtime -c "import lark"`` costs 31-32 ms cumulative (DESIGN.md
+cites ~80 ms on its machine) -- several times the whole budget real sbatch needs to submit
+(~7 ms) -- while a directive line is a tiny regular language (words, two kinds of quotes,
+backslash, '#' comment).  The character loop below reads a 22-line script
+(gpu_single_long_equals.sbatch) in 54 us, and a whole parse_sbatch of it takes 141 us; it
+imports nothing.  The rules are those
 sbatch applies, observed side by side with sbatch 22.05.8:
 
 * the whole line is one word list; blanks separate words unless quoted;

@@ -37,6 +37,15 @@ def _as_user(uid: int, gid: int):
     return switch
 
 
+def _open_for(path: str, mode: str, uid: int, gid: int):
+    """Open a job's output file; a root plurmd hands a new file to the job's user."""
+    existed = os.path.exists(path)
+    handle = open(path, mode + "b")
+    if os.getuid() == 0 and uid != 0 and not existed:
+        os.fchown(handle.fileno(), uid, gid)
+    return handle
+
+
 def output_paths(msg: protocol.LaunchJob, node_name: str) -> tuple[str, str, str]:
     job = msg.job
     spec = job["spec"]
@@ -66,8 +75,8 @@ def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict
     out_path, err_path, in_path = output_paths(msg, node_name)
     mode = "a" if msg.open_mode == "append" else "w"
     try:
-        stdout = open(out_path, mode + "b")
-        stderr = stdout if err_path == out_path else open(err_path, mode + "b")
+        stdout = _open_for(out_path, mode, msg.uid, msg.gid)
+        stderr = stdout if err_path == out_path else _open_for(err_path, mode, msg.uid, msg.gid)
         stdin = open(in_path, "rb")
     except OSError as exc:
         raise LaunchError(f"cannot open {exc.filename}: {exc.strerror}") from None

@@ -243,3 +243,34 @@ def test_srun_errors() -> None:
     with pytest.raises(OptionError) as info:
         parse_srun(["--time=abc", "x"], {})
     assert info.value.lines == ["srun: error: Invalid --time specification"]
+
+
+def test_salloc() -> None:
+    from plurm.grammar.sbatch_cli import parse_salloc
+    req = parse_salloc(["-N2", "--bell", "-K", "bash", "-l"], {"SALLOC_PARTITION": "p"})
+    assert req.command == ["bash", "-l"]
+    assert req.options["nodes"] == [2, 2] and req.options["partition"] == "p"
+    assert req.options["bell"] is True and req.options["kill-command"] is True
+    with pytest.raises(OptionError):
+        parse_salloc(["-o", "x"], {})   # salloc has no --output
+
+
+def test_srun_specific_rows() -> None:
+    req = parse_srun(["-W", "30", "--cpu_bind=cores", "-K", "x"], {})
+    assert req.options["wait"] == 30 and req.options["cpu-bind"] == "cores"
+    req = parse_sbatch(["-W", "--wrap", "true"], {})
+    assert req.options["wait"] is True
+
+
+def test_pbs_translation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.sh").write_text("#!/bin/bash\n#SBATCH -J sb -t 5\n#PBS -N pb\n"
+                                   "#PBS -l nodes=2:ppn=4,walltime=1:00:00\n#PBS -m ae\ntrue\n")
+    req = parse_sbatch(["p.sh"], {})
+    assert req.options["job-name"] == "pb" and req.options["time"] == 60
+    assert req.options["nodes"] == [2, 2] and req.options["ntasks"] == 8
+    assert req.options["mail-type"]["types"] == ["FAIL", "END"]
+    assert [p["option"] for p in req.pbs_translated] == [
+        "job-name", "time", "nodes", "ntasks", "mail-type"]
+    req = parse_sbatch(["--ignore-pbs", "p.sh"], {})
+    assert req.options["job-name"] == "sb" and req.pbs_translated == []
