@@ -362,3 +362,24 @@ def getopt_long(prog: str, argv: list[str], shortopts: str, longopts: dict[str, 
             continue
         operands.append(arg)
     return opts, operands
+
+
+def run_iterating(run_once, iterate: float | None) -> int:
+    """Print one report (a list of (stream, text) chunks), or one every ``iterate``
+    seconds (squeue/sinfo -i) until interrupted; return the last exit code."""
+    import sys
+
+    while True:
+        chunks, rc = run_once()
+        for stream, text in chunks:
+            (sys.stdout if stream == "out" else sys.stderr).write(text)
+            if stream == "out":
+                sys.stdout.flush()
+        if not iterate:
+            return rc
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        try:
+            time.sleep(iterate)
+        except KeyboardInterrupt:
+            return 130

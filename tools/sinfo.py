@@ -13,6 +13,7 @@ import time
 
 from plurm.grammar.hostlist import HostlistError, compress, expand, sort_key
 from plurm.tools.display import (
+    run_iterating,
     FormatField,
     OptionError,
     ctime_line,
@@ -860,20 +861,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write("%-9s  %8s  %19s  %19s  %11s  %s\n" % (
                 "RESV_NAME", "STATE", "START_TIME", "END_TIME", "DURATION", "NODELIST"))
         return 0
-    while True:
-        chunks, rc = run_once(opts)
-        for stream, text in chunks:
-            (sys.stdout if stream == "out" else sys.stderr).write(text)
-            if stream == "out":
-                sys.stdout.flush()
-        if not opts.iterate:
-            return rc
-        sys.stdout.write("\n")
-        sys.stdout.flush()
-        try:
-            time.sleep(opts.iterate)
-        except KeyboardInterrupt:
-            return 130
+    return run_iterating(lambda: run_once(opts), opts.iterate)
 
 
 if __name__ == "__main__":

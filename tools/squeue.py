@@ -15,6 +15,7 @@ import time
 
 from plurm.grammar.hostlist import compress
 from plurm.tools.display import (
+    run_iterating,
     JOB_STATE_CODES,
     JOB_STATE_NAMES,
     FormatField,
@@ -831,20 +832,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.steps is not None:
         sys.stdout.write(format_steps_header(opts, Context(time.time())))
         return 0
-    while True:
-        chunks, rc = run_once(opts)
-        for stream, text in chunks:
-            (sys.stdout if stream == "out" else sys.stderr).write(text)
-            if stream == "out":
-                sys.stdout.flush()
-        if not opts.iterate:
-            return rc
-        sys.stdout.write("\n")
-        sys.stdout.flush()
-        try:
-            time.sleep(opts.iterate)
-        except KeyboardInterrupt:
-            return 130
+    return run_iterating(lambda: run_once(opts), opts.iterate)
 
 
 if __name__ == "__main__":

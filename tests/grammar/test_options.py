@@ -271,6 +271,6 @@ def test_pbs_translation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert req.options["nodes"] == [2, 2] and req.options["ntasks"] == 8
     assert req.options["mail-type"]["types"] == ["FAIL", "END"]
     assert [p["option"] for p in req.pbs_translated] == [
-        "job-name", "time", "nodes", "ntasks", "mail-type"]
+        "job-name", "nodes", "ntasks", "time", "mail-type"]
     req = parse_sbatch(["--ignore-pbs", "p.sh"], {})
     assert req.options["job-name"] == "sb" and req.pbs_translated == []
