@@ -91,6 +91,8 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     array_indices: list[int] = []
     array_max_running: int | None = None
     gres: str | None = None  # raw --gres / --gpus form, kept for display
+    # Structured GRES request (corescheduler/gres.py): {"name", "type", "count", "per": node|task|job}
+    gres_req: list[dict[str, str | int | None]] = []
     comment: str | None = None
     batch: bool = True  # False: an allocation for srun/salloc
     submit_host: str = "localhost"
@@ -124,6 +126,7 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     cpus: list[int] = []  # per allocated node, aligned with nodes
     mem: list[int] = []  # MB per allocated node
     tasks: list[int] = []  # tasks per allocated node
+    gres_alloc: list[dict[str, list[int]]] = []  # per allocated node: GRES name -> unit indices
     completing: bool = False  # finished, resources not yet released by plurmd
     exit_code: int = 0
     exit_signal: int = 0

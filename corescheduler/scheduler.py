@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from plurm import corescheduler
+from plurm.corescheduler import gres
 from plurm.corescheduler.model import Job, JobSpec, Node, Partition
 
 # Slurm's pending reasons (squeue %r).
@@ -52,6 +53,7 @@ class Allocation:
     cpus: list[int]
     mem: list[int]
     tasks: list[int]
+    gres: list[dict[str, list[int]]] = field(default_factory=list)  # per node: name -> unit indices
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class Demand:
     exclusive: bool
     req_nodes: list[str] = field(default_factory=list)
     exc_nodes: list[str] = field(default_factory=list)
+    gres: list[gres.GresNeed] = field(default_factory=list)  # what every allocated node must hold
 
 
 def demand_of(spec: JobSpec, partition: Partition | None, default_mem_per_cpu: int | None) -> Demand:
@@ -90,7 +93,9 @@ def demand_of(spec: JobSpec, partition: Partition | None, default_mem_per_cpu: i
     if not mem_per_node and not mem_per_cpu:
         default = partition.def_mem_per_cpu if partition and partition.def_mem_per_cpu else default_mem_per_cpu
         mem_per_cpu = default or 0
+    tasks_per_node = spec.ntasks_per_node or -(-max(ntasks, 1) // nodes_min)
     return Demand(
+        gres=gres.needs_per_node(spec.gres_req, nodes_min, tasks_per_node) if spec.gres_req else [],
         nodes_min=nodes_min,
         nodes_max=spec.nodes_max or 0,
         ntasks=max(ntasks, 1),
@@ -117,11 +122,19 @@ class Scheduler:
         self.free_cpus = [n.cpus - n.alloc_cpus for n in nodes.values()]
         self.free_mem = [n.real_memory - n.alloc_mem for n in nodes.values()]
         self.total_cpus = [n.cpus for n in nodes.values()]
+        self.units = [gres.node_units(n.gres) for n in nodes.values()]
+        self.gres_used: list[dict[str, set[int]]] = [{} for _ in self._names]
 
     # -- allocation bookkeeping
     def allocate(self, alloc: Allocation) -> None:
-        for name, cpus, mem in zip(alloc.nodes, alloc.cpus, alloc.mem):
+        for k, (name, cpus, mem) in enumerate(zip(alloc.nodes, alloc.cpus, alloc.mem)):
             i = self._index[name]
+            if k < len(alloc.gres):
+                for gres_name, indices in alloc.gres[k].items():
+                    used = self.gres_used[i].setdefault(gres_name, set())
+                    if used.intersection(indices):
+                        raise AssertionError(f"node {name}: {gres_name} {indices} already allocated")
+                    used.update(indices)
             node = self.nodes[name]
             node.alloc_cpus += cpus
             node.alloc_mem += mem
@@ -131,10 +144,13 @@ class Scheduler:
                 raise AssertionError(f"node {name} oversubscribed")
 
     def release(self, job: Job) -> None:
-        for name, cpus, mem in zip(job.nodes, job.cpus, job.mem):
+        for k, (name, cpus, mem) in enumerate(zip(job.nodes, job.cpus, job.mem)):
             i = self._index.get(name)
             if i is None:
                 continue
+            if k < len(job.gres_alloc):
+                for gres_name, indices in job.gres_alloc[k].items():
+                    self.gres_used[i].get(gres_name, set()).difference_update(indices)
             node = self.nodes[name]
             node.alloc_cpus = max(0, node.alloc_cpus - cpus)
             node.alloc_mem = max(0, node.alloc_mem - mem)
@@ -157,6 +173,12 @@ class Scheduler:
                 raise SubmitRefused("Requested node configuration is not available")
         if not members:
             raise SubmitRefused("Requested node configuration is not available")
+        for need in demand.gres:
+            if not any(need.name in units for units in self.units):
+                raise SubmitRefused("Requested node configuration is not available",
+                                    "Invalid generic resource (gres) specification")
+            if not any(gres.capacity(self.units[self._index[n.name]], need) >= need.count for n in members):
+                raise SubmitRefused("Requested node configuration is not available")
         biggest_mem = max(n.real_memory for n in members)
         need_mem = demand.mem_per_node or demand.mem_per_cpu * demand.cpus_per_task
         if need_mem > biggest_mem:
@@ -188,6 +210,8 @@ class Scheduler:
         order = [i for i in self._pref
                  if self._names[i] in self._members[partition.name] and self._names[i] not in exclude
                  and self.usable(self.nodes[self._names[i]])]
+        if demand.gres:
+            order = [i for i in order if gres.fits(self.units[i], self.gres_used[i], demand.gres)]
         if demand.req_nodes:
             # Required nodes first (in their preference order), all of them must be chosen.
             required = {self._index[n] for n in demand.req_nodes if n in self._index}
@@ -217,7 +241,14 @@ class Scheduler:
             mem = [c * demand.mem_per_cpu for c in cpus]
         else:
             mem = [0 for _ in indices]
-        return Allocation(names, cpus, mem, tasks)
+        picked: list[dict[str, list[int]]] = []
+        if demand.gres:
+            for i in indices:
+                units = gres.pick(self.units[i], self.gres_used[i], demand.gres)
+                if units is None:  # filtered above; a node cannot lose units in between
+                    return None
+                picked.append(units)
+        return Allocation(names, cpus, mem, tasks, picked)
 
     def prepare(self) -> None:
         """Per-pass caches of the partitions' shapes (configuration may change between passes)."""

@@ -95,7 +95,7 @@ class ClusterState:
         for job in store.load_jobs():
             self.jobs[job.job_id] = job
             if job.state == model.RUNNING or job.completing:
-                self.scheduler.allocate(Allocation(job.nodes, job.cpus, job.mem, job.tasks))
+                self.scheduler.allocate(Allocation(job.nodes, job.cpus, job.mem, job.tasks, job.gres_alloc))
         for step in store.acct_steps([j.job_id for j in self.jobs.values() if j.state == model.RUNNING]):
             if step.end_time is None:
                 self.steps[(step.job_id, step.step_id)] = step
@@ -328,6 +328,7 @@ class ClusterState:
             job.time_limit = UNLIMITED_RUN_MINUTES
         job.end_time = now + job.time_limit * 60
         job.nodes, job.cpus, job.mem, job.tasks = alloc.nodes, alloc.cpus, alloc.mem, alloc.tasks
+        job.gres_alloc = alloc.gres
         self._save(job)
         if not job.spec.batch:
             return []

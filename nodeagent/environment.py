@@ -27,6 +27,26 @@ def compress_counts(counts: list[int]) -> str:
     return ",".join(parts)
 
 
+def gpu_variables(job: dict[str, Any], node_index: int, step: bool = False) -> dict[str, str]:
+    """The GPUs a job holds on one node, as Slurm names them for a job (or a step)."""
+    alloc = job.get("gres_alloc") or []
+    gpus = alloc[node_index].get("gpu", []) if node_index < len(alloc) else []
+    if not gpus:
+        return {}
+    indices = ",".join(str(i) for i in sorted(gpus))
+    env = {
+        "SLURM_STEP_GPUS" if step else "SLURM_JOB_GPUS": indices,
+        "SLURM_GPUS_ON_NODE": str(len(gpus)),
+        # Vendor-neutral default binding; accelerator backends name their own variables.
+        "CUDA_VISIBLE_DEVICES": indices,
+        "GPU_DEVICE_ORDINAL": indices,
+    }
+    for item in job.get("spec", {}).get("gres_req") or []:
+        if item.get("per") == "job" and item.get("name") == "gpu":
+            env["SLURM_GPUS"] = str(item["count"])
+    return env
+
+
 def job_variables(job: dict[str, Any], node_name: str, *, cluster: str, conf_path: str, ctld_host: str,
                   ctld_port: int) -> dict[str, str]:
     """SLURM_* variables describing the job's allocation (batch script and steps alike)."""
@@ -61,6 +81,7 @@ def job_variables(job: dict[str, Any], node_name: str, *, cluster: str, conf_pat
         "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
         "SLURM_WORKING_CLUSTER": f"{cluster}:{ctld_host}:{ctld_port}:9728:109",
     }
+    env.update(gpu_variables(job, node_index))
     if spec.get("mem_per_node"):
         env["SLURM_MEM_PER_NODE"] = str(spec["mem_per_node"])
     elif job.get("mem") and cpus and cpus[0]:

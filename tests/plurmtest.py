@@ -85,12 +85,13 @@ class Cluster:
         return self.run("plurm", "cluster", "down", "--dir", str(self.dir))
 
 
-def start_cluster(base: Path, nodes: int = 4, cpus: int = 4, memory: int = 4000) -> Cluster:
+def start_cluster(base: Path, nodes: int = 4, cpus: int = 4, memory: int = 4000, gres: str = "") -> Cluster:
     directory = base / "cluster"
     env = dict(os.environ, SLURM_CONF=str(directory / "slurm.conf"))
     env.pop("SLURM_JOB_ID", None)
     cluster = Cluster(directory, directory / "slurm.conf", env)
-    cluster.up("--nodes", str(nodes), "--cpus-per-node", str(cpus), "--memory-per-node", str(memory))
+    cluster.up("--nodes", str(nodes), "--cpus-per-node", str(cpus), "--memory-per-node", str(memory),
+               *(["--gres", gres] if gres else []))
     return cluster
 
 

@@ -20,7 +20,7 @@ _HANDLED = {
     "cpus-per-task", "mem", "mem-per-cpu", "time", "exclusive", "nodelist", "exclude", "hold", "nice",
     "begin", "dependency", "requeue", "no-requeue", "chdir", "output", "error", "input", "open-mode",
     "export", "array", "comment", "wrap", "parsable", "test-only", "verbose", "quiet", "help", "usage",
-    "version", "label", "pty", "overlap", "gres", "gpus",
+    "version", "label", "pty", "overlap", "gres", "gpus", "gpus-per-node", "gpus-per-task",
 }
 
 
@@ -100,9 +100,14 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
     gres = []
     for key in ("gres", "gpus"):
         if key in options and options[key] is not None:
-            gres.append(f"{key}={_raw(options[key])}")
+            gres.append(f"{key}={_gres_text(options[key])}")
     if gres:
         spec["gres"] = " ".join(gres)
+    from plurm.corescheduler.gres import request_from_options
+
+    gres_req = request_from_options(options)
+    if gres_req:
+        spec["gres_req"] = gres_req
     spec["environment"] = _export_environment(options.get("export"), environ)
     spec["submit_host"] = socket.gethostname().split(".", 1)[0]
     if script is not None:
@@ -115,6 +120,19 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
     if other:
         spec["other_options"] = other
     return spec
+
+
+def _gres_text(value: Any) -> str:
+    """--gres/--gpus as Slurm shows them: "gpu:h200:2,shard:1", "3", "a100:2"."""
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        if isinstance(item, dict):
+            parts = [item.get("name"), item.get("type"), str(item.get("count", 1))]
+            out.append(":".join(p for p in parts if p))
+        else:
+            out.append(str(item))
+    return ",".join(out)
 
 
 def _raw(value: Any) -> str:

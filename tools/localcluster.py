@@ -34,6 +34,7 @@ class ClusterShape:
     memory_per_node: int = 4000  # MB
     partition: str = "debug"
     cluster_name: str = "plurm"
+    gres: str = ""  # per node, as slurm.conf's Gres= (e.g. "gpu:4" or "gpu:h200:2,gpu:a100:2")
 
 
 def _free_port_block(count: int) -> int:
@@ -64,6 +65,9 @@ def render_conf(directory: str, shape: ClusterShape, base_port: int) -> str:
     ports = f"[{first_node_port}-{first_node_port + n - 1}]" if n > 1 else str(first_node_port)
     d = os.path.abspath(directory)
     def_mem = max(1, shape.memory_per_node // max(shape.cpus_per_node, 1))
+    gres_types = sorted({item.split(":", 1)[0] for item in shape.gres.split(",") if item})
+    gres_types_line = f"GresTypes={','.join(gres_types)}\n" if gres_types else ""
+    node_gres = f" Gres={shape.gres}" if shape.gres else ""
     return f"""\
 # A plurm local cluster, written by `plurm cluster up`.  Slurm reads it too.
 ClusterName={shape.cluster_name}
@@ -90,8 +94,8 @@ SlurmdTimeout=300
 KillWait=10
 MinJobAge=300
 DefMemPerCPU={def_mem}
-NodeName={names} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} CPUs={shape.cpus_per_node} \
-Sockets=1 CoresPerSocket={shape.cpus_per_node} ThreadsPerCore=1 RealMemory={shape.memory_per_node} State=UNKNOWN
+{gres_types_line}NodeName={names} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} CPUs={shape.cpus_per_node} \
+Sockets=1 CoresPerSocket={shape.cpus_per_node} ThreadsPerCore=1 RealMemory={shape.memory_per_node}{node_gres} State=UNKNOWN
 PartitionName={shape.partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
 

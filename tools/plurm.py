@@ -20,7 +20,7 @@ def _cluster(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.dir)
     if args.action == "up":
         shape = ClusterShape(nodes=args.nodes, cpus_per_node=args.cpus_per_node,
-                             memory_per_node=args.memory_per_node)
+                             memory_per_node=args.memory_per_node, gres=args.gres)
         if os.path.exists(cluster.conf_path) and args.nodes_given:
             print(f"plurm: {cluster.conf_path} exists; its node list is kept "
                   f"(run `plurm cluster down --dir {cluster.dir}` and remove it to change the shape)",
@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster.add_argument("--nodes", type=int, default=None)
     cluster.add_argument("--cpus-per-node", type=int, default=4)
     cluster.add_argument("--memory-per-node", type=int, default=4000, help="MB")
+    cluster.add_argument("--gres", default="", help="GRES per node, as slurm.conf's Gres= (e.g. gpu:4)")
     cluster.add_argument("--dir", default=None, help="cluster directory (default ~/.local/state/plurm/cluster)")
     cluster.add_argument("--timeout", type=float, default=60.0)
     demo = sub.add_parser("demo", help="start a local cluster, run example jobs, show the results")
