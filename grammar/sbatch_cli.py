@@ -101,6 +101,7 @@ class SrunRequest:
         self.raw_options = raw_options if raw_options is not None else {}
         self.components = components if components is not None else [options]
         self.commands = commands if commands is not None else [command]
+        self.raw_components: list[dict[str, Any]] = [self.raw_options]
 
     def __repr__(self) -> str:
         return f"SrunRequest(options={self.options!r}, command={self.command!r})"
@@ -402,9 +403,11 @@ def parse_srun(argv: list[str], env: Mapping[str, str]) -> SrunRequest:
         _validate(prog, st, warnings)
         if st.deferred:
             raise st.deferred[0]
-    return SrunRequest(options=states[0].typed, command=commands[0], warnings=warnings,
-                       verbose=states[0].verbose, raw_options=states[0].raw,
-                       components=[s.typed for s in states], commands=commands)
+    req = SrunRequest(options=states[0].typed, command=commands[0], warnings=warnings,
+                      verbose=states[0].verbose, raw_options=states[0].raw,
+                      components=[s.typed for s in states], commands=commands)
+    req.raw_components = [s.raw for s in states]
+    return req
 
 
 def parse_salloc(argv: list[str], env: Mapping[str, str]) -> SrunRequest:
@@ -513,8 +516,9 @@ def _display(key: str, raw: Any, typed: Any, opts: dict[str, Any] | None = None)
     return str(raw)
 
 
-def format_verbose_block(req: SbatchRequest, prog: str = "sbatch") -> str:
-    """The "defined options" block sbatch -v prints, one per component."""
+def format_verbose_block(req: SbatchRequest | SrunRequest, prog: str = "sbatch") -> str:
+    """The "defined options" block ``sbatch -v`` (or ``srun -v``/``salloc -v`` with that
+    ``prog``) prints, one per component."""
     blocks = []
     comps = req.raw_components or [req.raw_options]
     typed_comps = req.components or [req.options]

@@ -198,6 +198,8 @@ def _node_count(s: str) -> int | None:
 
 def parse_nodes(value: str, opt: str = "nodes") -> list[int]:
     """[min, max]; "-N2" is [2, 2], "2-6" is [2, 6], "-4" is [1, 4]."""
+    if value == "":
+        raise OptionValueError('"" is not a valid node count')
     lo_s, dash, hi_s = value.partition("-")
     lo = _node_count(lo_s) if lo_s else 1
     if lo is None:
@@ -359,7 +361,7 @@ def _gres_count(s: str) -> int | None:
 
 def parse_gres(value: str, opt: str = "gres") -> list[dict[str, Any]]:
     """[{"name", "type", "count"}] from name[:type][:count],...  ("gres:" prefix allowed)."""
-    if value.lower() == "none":
+    if value.lower() == "none" or value == "":   # "--gres=" clears the request
         return []
     out = []
     for item in value.split(","):
@@ -392,6 +394,8 @@ def parse_gres(value: str, opt: str = "gres") -> list[dict[str, Any]]:
 
 def parse_gpus(value: str, opt: str = "gpus") -> dict[str, Any]:
     """{"type", "count"} from [type:]count."""
+    if value == "":
+        return {"type": None, "count": 0}   # "--gpus=" clears the request
     gtype, colon, cnt = value.rpartition(":")
     n = _gres_count(cnt)
     if n is None or (colon and not gtype):
@@ -451,8 +455,9 @@ def parse_begin(value: str, opt: str = "begin", now: float | None = None) -> int
     lt = _time.localtime(t)
     v = value.strip()
     low = v.lower()
+    # Slurm's time parser prints its own unprefixed line first (not for an empty value)
     err = OptionValueError(f"Invalid --{opt} specification", 255,
-                           [f"Invalid time specification (pos=0): {value}"])
+                           [f"Invalid time specification (pos=0): {value}"] if value else [])
     m = re.fullmatch(_REL_RE, low)
     if m:
         n = int(m.group(1) or 0)

@@ -48,7 +48,7 @@ class Step:
         self.task_node: dict[int, str] = {}
 
     def launch(self) -> None:
-        from plurm.nodeagent.environment import job_variables
+        from plurm.nodeagent.environment import gpu_variables, job_variables
 
         settings = self.conn.settings
         where = {"cluster": settings.cluster_name, "conf_path": settings.conf, "ctld_host": settings.host,
@@ -64,6 +64,8 @@ class Step:
                 self.task_node[t] = addr["name"]
             env = dict(self.environ)
             env.update(job_variables(self.job, addr["name"], **where))
+            if addr["name"] in self.job.get("nodes", []):
+                env.update(gpu_variables(self.job, self.job["nodes"].index(addr["name"]), step=True))
             env["SLURM_STEP_LAUNCHER_PORT"] = str(self.port)
             if self.cpus_per_task is not None:
                 env["SLURM_CPUS_PER_TASK"] = str(self.cpus_per_task)

@@ -169,6 +169,11 @@ ERROR_PROBES = [
     "--gpu-bind=closest", "--acctg-freq=task=30", "--switches=1@10:00", "--no-kill=off",
     "--nice", "--exclusive", "--propagate", "--get-user-env", "-N 4 -n 2", "-N 2-4 -n 3",
     "--cpus-per-gpu=2 -c 2", "--requeue --no-requeue", "--exclusive --oversubscribe",
+    "--", "-N2 :", "-N2 : -n1", "-vvv", "-J", "-Jx -p", "--nodes=", "--time=", "--job-name=",
+    "--export=", "--array=", "--gres=", "--gpus=", "--dependency=", "--signal=",
+    "--mail-type=", "--wrap=", "--comment=", "-c ''", "--chdir=/nonexistent",
+    "--output=", "--begin=", "--nice=", "--exclusive=", "--mem=", "-a 1-3,5 -a 7",
+    "--array=0-1000", "--array=0-1001", "--array=1-10%0", "--ntasks=1k",
 ] + [f"--{letter}=1" for letter in "abcdefghiklmnopqrstuvwxyz"] + [
     "--clu=x", "--gpus-per=1", "--mem-per=1", "--ntasks-per=1", "--time-=1", "--no-=1"]
 
@@ -268,3 +273,45 @@ def test_scripts_match_real_sbatch(body: str, tmp_path: Path,
     else:
         assert rc is None, err
         assert _blocks(format_verbose_block(req)) == _blocks(err)
+
+
+SRUN_PROBES = [
+    "-N2 -n4 -l --mpi=pmi2 -t 10", "--time=abc", "-N 3-2", "--ntasks=0", "-c abc",
+    "--mem=5X", "--exclusive=user", "--gres=gpu:2", "--gpus=v100:1", "--export=ALL,A=1",
+    "--pty", "--cpu-bind=cores", "--overlap", "-W 30", "--bogus", "-Y", "--cpu=1",
+    "--het-group=0", "-K", "-K1", "--signal=USR1@30", "-w n1 -x n2", "-J name -p debug",
+    "--ntasks-per-node=2 -N1", "-vvv", "-u -X -E -Z", "--multi-prog", "-r 1", "-T 4",
+]
+
+
+@pytest.mark.compat
+@pytest.mark.skipif(shutil.which("srun", path="/usr/bin") is None, reason="real srun missing")
+@pytest.mark.parametrize("probe", SRUN_PROBES)
+def test_srun_matches_real_srun(probe: str, tmp_path: Path) -> None:
+    import re
+    import shlex
+    from plurm.grammar.sbatch_cli import format_verbose_block, parse_srun
+    argv = ["-v"] + shlex.split(probe) + ["true"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SBATCH_", "SLURM_"))}
+    env["SLURM_CONF"] = str(_real_conf(tmp_path))
+    try:
+        p = subprocess.run(["/usr/bin/srun"] + argv, env=env, capture_output=True, text=True,
+                           timeout=1.5, cwd=tmp_path, stdin=subprocess.DEVNULL)
+        rc, err = p.returncode, p.stderr
+    except subprocess.TimeoutExpired as exc:
+        rc = None
+        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+    blocks = [[ln.replace("srun: ", "sbatch: ", 1) for ln in b] for b in
+              _blocks(err.replace("srun: defined options", "sbatch: defined options")
+                      .replace("srun: end of defined options", "sbatch: end of defined options"))]
+    real_lines = [ln.replace("/usr/bin/srun:", "srun:") for ln in err.splitlines()
+                  if not re.match(r"srun: (\S+\s+: |---|defined options|end of defined|"
+                                  r"select/|error: Unable to allocate|Jobs? )", ln)]
+    try:
+        req = parse_srun(argv, {})
+    except OptionError as exc:
+        assert (exc.lines, exc.exit_code) == (real_lines, rc)
+    else:
+        ours = format_verbose_block(req, "srun")
+        ours = ours.replace("srun: ", "sbatch: ")
+        assert _blocks(ours) == blocks

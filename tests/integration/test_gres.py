@@ -64,3 +64,11 @@ def test_nodes_show_their_gres(gpu_cluster: Cluster) -> None:
     out = gpu_cluster.run("sinfo", "-o", "%N %G", check=True).stdout
     assert out == "NODELIST GRES\nn[1-2] gpu:h200:2,gpu:a100:2\n"
     assert "Gres=gpu:h200:2,gpu:a100:2" in gpu_cluster.run("scontrol", "show", "node", "n1", check=True).stdout
+
+
+def test_srun_step_sees_its_gpus(gpu_cluster: Cluster, workdir: Path) -> None:
+    proc = gpu_cluster.run("srun", "--gres=gpu:h200:1", "-l", "bash", "-c",
+                           "echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES SLURM_STEP_GPUS=$SLURM_STEP_GPUS",
+                           cwd=workdir, check=True)
+    # The shape of ok_srun_env_gpu.txt in the reference.
+    assert proc.stdout == "0: CUDA_VISIBLE_DEVICES=0 SLURM_STEP_GPUS=0\n"
