@@ -211,6 +211,9 @@ class Controller:
                     except zmq.Again:
                         break
                     self.handle(frames)
+            # Answer first (the submissions are durable once committed), then schedule:
+            # a scheduling pass never delays a reply.
+            self.flush()
             try:
                 if time.monotonic() >= next_tick:
                     self.dispatch(self.state.tick())
@@ -234,8 +237,6 @@ class Controller:
             return {"job_id": job.job_id, "test_only": True, "start_time": start, "partition": job.partition,
                     "nodes": alloc.nodes if alloc else [], "cpus": sum(alloc.cpus) if alloc else 0,
                     "warnings": warnings}
-        # Start what can start before answering: sbatch users see R sooner.
-        self.dispatch(self.state.schedule())
         return {"job_id": job.job_id, "warnings": warnings}
 
     def on_job_info(self, header: dict, msg: protocol.JobInfoRequest, ident: bytes) -> Any:

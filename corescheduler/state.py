@@ -37,6 +37,7 @@ log = logging.getLogger("plurmctld")
 BASE_PRIORITY = 4294901760
 MAX_ARRAY_SIZE = 1001
 UNLIMITED_RUN_MINUTES = 365 * 24 * 60
+MAX_JOB_EVENTS = 32
 MIN_JOB_AGE_S = 300.0
 NODE_FAIL_GRACE_S = 15.0
 
@@ -116,7 +117,18 @@ class ClusterState:
                 "batch_host": job.nodes[0] if job.spec.batch and job.nodes else ""}
 
     def _save(self, job: Job) -> None:
+        self._log_transition(job)
         self.store.put_job(job)
+
+    @staticmethod
+    def _log_transition(job: Job) -> None:
+        """Append (time, state, reason) when either changed: `plurm why` reads this log."""
+        state = job.state + ("+COMPLETING" if job.completing else "")
+        if job.events and job.events[-1][1] == state and job.events[-1][2] == job.reason:
+            return
+        job.events.append((time.time(), state, job.reason))
+        if len(job.events) > MAX_JOB_EVENTS:
+            del job.events[1:len(job.events) - MAX_JOB_EVENTS + 1]  # keep the first and the latest
 
     def find_jobs(self, spec: str) -> list[Job]:
         """Jobs named by "12", "12_3" or "12_[1-3]" (array tasks by their array id)."""
@@ -286,11 +298,14 @@ class ClusterState:
                 if limit:
                     room = min(room, max(0, limit - running_tasks.get(job.array_job_id or 0, 0)))
                     if room == 0:
-                        job.reason = "JobArrayTaskLimit"
+                        if job.reason != "JobArrayTaskLimit":
+                            job.reason = "JobArrayTaskLimit"
+                            self._save(job)
                         continue
                 candidates.extend((job, demand) for _ in range(room))
             else:
                 candidates.append((job, demand))
+        before = {job.job_id: job.reason for job, _ in candidates}
         starts = self.scheduler.schedule(candidates, now)
         out: list[Outgoing] = []
         for start in starts:
@@ -301,8 +316,9 @@ class ClusterState:
                 job.array_task_id = job.array_pending[0]
                 job.array_pending = []
             out.extend(self._start(job, start.allocation, now))
+        # Write back only what changed: a pass over a long queue must not rewrite it.
         for job, _ in candidates:
-            if job.state == model.PENDING:
+            if job.state == model.PENDING and before.pop(job.job_id, job.reason) != job.reason:
                 self._save(job)
         return out
 

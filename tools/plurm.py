@@ -3,7 +3,8 @@
     plurm cluster up [--nodes N] [--cpus-per-node C] [--memory-per-node MB] [--dir DIR]
     plurm cluster down [--dir DIR]
     plurm cluster status [--dir DIR]
-    plurm demo [--dir DIR] [--keep]
+    plurm demo [--dir DIR] [--down]
+    plurm why JOBID
     plurm bench e2e [...]          (tests/bench/e2e.py against the local cluster)
 """
 
@@ -70,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="start a local cluster, run example jobs, show the results")
     demo.add_argument("--dir", default=None)
     demo.add_argument("--down", action="store_true", help="stop the cluster afterwards")
+    why = sub.add_parser("why", help="why a job is in its state: reason, meaning, transition log")
+    why.add_argument("job_id")
     bench = sub.add_parser("bench", help="benchmarks (see docs/performance.md)")
     bench.add_argument("what", choices=["e2e"])
     bench.add_argument("rest", nargs=argparse.REMAINDER)
@@ -82,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         from plurm.tools.demo import run_demo
 
         return run_demo(args.dir, keep=not args.down)
+    if args.command == "why":
+        from plurm.tools.why import main as why_main
+
+        return why_main(args.job_id)
     if args.command == "bench":
         from plurm.tools.bench import run_bench
 

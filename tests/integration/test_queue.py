@@ -71,3 +71,16 @@ def test_scancel_by_user_and_name(cluster: Cluster, workdir: Path) -> None:
 
     cluster.run("scancel", "-u", getpass.getuser(), "-t", "PENDING", check=True)
     assert cluster.job(keep)["state"] == "CANCELLED"
+
+
+def test_plurm_why_tells_the_story(cluster: Cluster, workdir: Path) -> None:
+    job_id = cluster.sbatch("-H", "--wrap", "true", cwd=workdir)
+    out = cluster.run("plurm", "why", str(job_id), check=True).stdout
+    assert out.splitlines()[0].startswith(f"Job {job_id} (wrap) is PENDING: JobHeldUser - held by its user")
+    cluster.run("scontrol", "release", str(job_id), check=True)
+    cluster.wait_state(job_id, "COMPLETED")
+    lines = cluster.run("plurm", "why", str(job_id), check=True).stdout.splitlines()
+    assert lines[0] == f"Job {job_id} (wrap) is COMPLETED"
+    steps = [line.split(None, 1)[1] for line in lines if line.startswith("  20")]
+    assert steps[0] == "PENDING (JobHeldUser)" and steps[-1] == "COMPLETED"
+    assert "RUNNING" in steps

@@ -1,0 +1,1 @@
+_profile_py.py

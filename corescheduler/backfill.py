@@ -1,0 +1,446 @@
+"""Backfill scheduling (Slurm's sched/backfill), sans-IO.
+
+After the main pass (:meth:`Scheduler.schedule`) has started what strict
+priority order allows, :func:`plan_backfill` walks the pending jobs again in
+priority order against an *availability profile*: every node's free CPUs and
+memory from now to now + bf_window, given that running jobs end at their
+time limits.  For each job it finds the earliest slot at which the job fits
+on some nodes for its whole time limit:
+
+* slot 0 (now): the job starts; since the profile already holds every
+  higher-priority job's reservation, starting it delays none of them;
+* a later slot inside the window: the job *reserves* those nodes from that
+  time for its time limit (its planned start, ``squeue --start``), and no
+  lower-priority job may use them then;
+* none inside the window: no reservation (Slurm's behaviour too), so the
+  job may be overtaken.
+
+This is conservative backfill: every tested job gets a reservation, in
+priority order, so no lower-priority job can ever push back a higher one.
+Slurm's knobs are honoured: bf_window, bf_resolution, bf_max_job_test,
+bf_max_job_start, bf_max_job_array_resv and bf_continue (see
+:class:`BackfillParams`).
+
+The planner mutates the scheduler only through :meth:`Scheduler.allocate`,
+for the jobs it starts, exactly as :meth:`Scheduler.schedule` does.  It does
+not touch the jobs: reasons and planned starts are returned, and
+:func:`schedule_with_backfill` (main pass + backfill, as the controller runs
+them) applies the reasons.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Iterable
+
+from plurm import corescheduler
+from plurm.corescheduler.model import Job, Partition
+from plurm.corescheduler.scheduler import (
+    REASON_PRIORITY,
+    REASON_RESOURCES,
+    Allocation,
+    Demand,
+    Scheduler,
+    StartJob,
+)
+
+# Slurm takes a job without a time limit to run for a year.
+UNLIMITED_MINUTES = 365 * 24 * 60
+
+
+def _load_profile() -> ModuleType:
+    """The profile kernel: compiled unless PLURM_NO_EXTENSIONS=1 (as plurm.corescheduler)."""
+    if os.environ.get("PLURM_NO_EXTENSIONS", "") not in ("", "0"):
+        from plurm.corescheduler import _profile_py as module
+    else:
+        from plurm.corescheduler import _profile_c as module
+    return module
+
+
+def profile_compiled(kernel: ModuleType | None = None) -> bool:
+    """Whether the profile kernel in use is the compiled one (the .py link does not count)."""
+    module = kernel or _load_profile()
+    return not str(getattr(module, "__file__", "")).endswith(".py")
+
+
+@dataclass(frozen=True)
+class BackfillParams:
+    """SchedulerParameters of sched/backfill (Slurm's names and defaults)."""
+
+    window_min: int = 1440  # bf_window: how far ahead to plan, minutes
+    resolution_s: int = 60  # bf_resolution: granularity of the plan, seconds
+    max_job_test: int = 500  # bf_max_job_test: jobs tested per cycle
+    max_job_start: int = 0  # bf_max_job_start: jobs started per cycle (0: no limit)
+    max_job_array_resv: int = 20  # bf_max_job_array_resv: reserved tasks per array
+    bf_continue: bool = False  # resume a cycle after a yield instead of restarting it
+    # Sans-IO stand-in for bf_yield_interval: return to the caller (with a
+    # cursor) after testing this many jobs, so the controller can serve
+    # requests; 0 runs the whole cycle in one call.
+    yield_jobs: int = 0
+
+    @classmethod
+    def from_scheduler_parameters(cls, text: str | None) -> BackfillParams:
+        """Parse slurm.conf's SchedulerParameters (unknown words are other plugins')."""
+        names = {"bf_window": "window_min", "bf_resolution": "resolution_s",
+                 "bf_max_job_test": "max_job_test", "bf_max_job_start": "max_job_start",
+                 "bf_max_job_array_resv": "max_job_array_resv"}
+        values: dict[str, object] = {}
+        for word in (text or "").split(","):
+            key, _, value = word.strip().partition("=")
+            if key == "bf_continue":
+                values["bf_continue"] = True
+            elif key in names and value.strip().lstrip("-").isdigit():
+                values[names[key]] = int(value)
+        params = cls(**values)  # type: ignore[arg-type]
+        if params.window_min < 1 or params.resolution_s < 1 or params.max_job_test < 1:
+            raise ValueError(f"invalid backfill parameters: {text}")
+        return params
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A planned start: ``allocation`` is held from ``start`` to ``end`` (None: for ever)."""
+
+    job_id: int
+    start: float
+    end: float | None
+    allocation: Allocation
+
+
+@dataclass(frozen=True)
+class BackfillCursor:
+    """Where a yielded cycle stopped (bf_continue resumes from here)."""
+
+    tested: int
+    done: frozenset[int]
+    reservations: tuple[Reservation, ...]
+
+
+@dataclass
+class BackfillResult:
+    starts: list[StartJob] = field(default_factory=list)
+    planned_start: dict[int, float] = field(default_factory=dict)  # job id -> epoch seconds
+    reservations: dict[int, Reservation] = field(default_factory=dict)
+    reasons: dict[int, str] = field(default_factory=dict)  # jobs tested and not started
+    tested: int = 0
+    cursor: BackfillCursor | None = None  # set when the cycle yielded before its end
+
+
+def job_end(job: Job, now: float) -> float | None:
+    """When a running job gives its resources back, as backfill assumes (None: never)."""
+    if job.end_time is not None:
+        return job.end_time
+    if job.time_limit is None:
+        return None
+    start = job.start_time if job.start_time is not None else now
+    return start + job.time_limit * 60.0
+
+
+class Profile:
+    """The availability profile of one backfill cycle (a thin owner of the kernel's lists)."""
+
+    def __init__(self, scheduler: Scheduler, busy: Iterable[tuple[list[str], list[int], list[int], float | None]],
+                 now: float, params: BackfillParams, kernel: ModuleType) -> None:
+        self.k = kernel
+        self.now = now
+        self.res = params.resolution_s
+        self.nslots = max(1, math.ceil(params.window_min * 60 / self.res))
+        self.scheduler = scheduler
+        self.names = list(scheduler.nodes)
+        self.index = {name: i for i, name in enumerate(self.names)}
+        releases: list[tuple[int, int, int, int]] = []
+        totals_c = scheduler.total_cpus
+        totals_m = [n.real_memory for n in scheduler.nodes.values()]
+        for names, cpus, mem, end in busy:
+            slot = self.release_slot(end)
+            if slot >= self.nslots:
+                continue  # ends past the window: in use for ever, as far as we know
+            for name, c, m in zip(names, cpus, mem):
+                i = self.index.get(name)
+                if i is not None:
+                    releases.append((i, slot, c, m))
+        releases.sort()
+        free_c = list(scheduler.free_cpus)
+        free_m = list(scheduler.free_mem)
+        self.bt, self.bc, self.bm, self.events = kernel.build(
+            free_c, free_m, [r[0] for r in releases], [r[1] for r in releases],
+            [r[2] for r in releases], [r[3] for r in releases], self.nslots)
+        # A job list that disagrees with the allocations must not make a node
+        # look bigger than it is.
+        for i in {r[0] for r in releases}:
+            c, m = self.bc[i], self.bm[i]
+            for j in range(len(c)):
+                c[j] = min(c[j], totals_c[i])
+                m[j] = min(m[j], totals_m[i])
+
+    def release_slot(self, end: float | None) -> int:
+        """First slot at which resources freed at ``end`` are surely free (>= 1)."""
+        if end is None:
+            return self.nslots
+        return max(1, math.ceil((end - self.now) / self.res))
+
+    def start_slot(self, start: float) -> int:
+        return max(0, math.ceil((start - self.now) / self.res))
+
+    def slots_for(self, minutes: int | None) -> int:
+        limit = UNLIMITED_MINUTES if minutes is None else minutes
+        return max(1, math.ceil(limit * 60 / self.res))
+
+    def slot_time(self, slot: int) -> float:
+        return self.now + slot * self.res
+
+    def reserve(self, alloc: Allocation, start: int, end: int, sign: int = 1) -> bool:
+        """Hold (sign -1: give back) an allocation over [start, end); False if it did not fit."""
+        ok = True
+        for name, c, m in zip(alloc.nodes, alloc.cpus, alloc.mem):
+            i = self.index[name]
+            ok &= bool(self.k.reserve(self.bt, self.bc, self.bm, self.events, i, start, end,
+                                      sign * c, sign * m, self.nslots))
+        return ok
+
+    def free_at(self, node: str, slot: int) -> tuple[int, int]:
+        i = self.index[node]
+        return self.k.window_min(self.bt[i], self.bc[i], self.bm[i], slot, slot + 1, self.nslots)
+
+
+class _Candidates:
+    """The nodes a job may use, in preference order, as try_place orders them (cached)."""
+
+    __slots__ = ("order", "pos_of", "totals", "positions", "required")
+
+    def __init__(self, scheduler: Scheduler, names: list[str], index: dict[str, int],
+                 pref: list[int], partition: Partition, demand: Demand) -> None:
+        members = set(partition.nodes)
+        exclude = set(demand.exc_nodes)
+        nodes = scheduler.nodes
+        order = [i for i in pref if names[i] in members and names[i] not in exclude
+                 and scheduler.usable(nodes[names[i]])]
+        required = {index[n] for n in demand.req_nodes if n in index}
+        if required:
+            order = [i for i in order if i in required] + [i for i in order if i not in required]
+        self.order = order
+        self.required = required
+        self.pos_of = [-1] * len(names)
+        for p, i in enumerate(order):
+            self.pos_of[i] = p
+        self.totals = [scheduler.total_cpus[i] for i in order]
+        self.positions = list(range(len(order)))
+
+
+def _allocation(names: list[str], indices: list[int], tasks: list[int], totals: list[int],
+                demand: Demand) -> Allocation:
+    """The allocation try_place would make of these nodes (same arithmetic)."""
+    if demand.exclusive:
+        cpus = [totals[i] for i in indices]
+    else:
+        cpus = [t * demand.cpus_per_task for t in tasks]
+    if demand.mem_per_node:
+        mem = [demand.mem_per_node for _ in indices]
+    elif demand.mem_per_cpu:
+        mem = [c * demand.mem_per_cpu for c in cpus]
+    else:
+        mem = [0 for _ in indices]
+    return Allocation([names[i] for i in indices], cpus, mem, list(tasks))
+
+
+def _demand_key(demand: Demand) -> tuple:
+    return (demand.nodes_min, demand.nodes_max, demand.ntasks, demand.cpus_per_task,
+            demand.ntasks_per_node, demand.mem_per_node, demand.mem_per_cpu, demand.exclusive)
+
+
+class _Planner:
+    """One backfill cycle over a profile."""
+
+    def __init__(self, scheduler: Scheduler, profile: Profile, kernel: ModuleType) -> None:
+        self.s = scheduler
+        self.p = profile
+        self.k = kernel
+        self.place = corescheduler.placement.place
+        names = profile.names
+        nodes = scheduler.nodes
+        self.pref = sorted(range(len(names)), key=lambda i: (nodes[names[i]].weight, i))
+        self.cands: dict[tuple, _Candidates] = {}
+        # Availability only shrinks during a cycle, so a job shape that could
+        # not start before slot s cannot start before s later in the cycle
+        # either: identical jobs (array tasks) resume their search there.
+        self.earliest: dict[tuple, int] = {}
+        self.never_now: set[tuple] = set()
+
+    def candidates(self, partition: Partition, demand: Demand) -> _Candidates:
+        key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes))
+        cands = self.cands.get(key)
+        if cands is None:
+            cands = _Candidates(self.s, self.p.names, self.p.index, self.pref, partition, demand)
+            self.cands[key] = cands
+        return cands
+
+    def find(self, cands: _Candidates, demand: Demand, length: int, first: int) -> tuple[int, Allocation | None]:
+        """Earliest slot >= first where the job fits for ``length`` slots, and where."""
+        p = self.p
+        n = len(cands.order)
+        if n == 0:
+            return -1, None
+        wcpu = [0] * n
+        wmem = [0] * n
+        nodes_min = max(demand.nodes_min, len(cands.required))
+        lazy = 1
+        while first < p.nslots:
+            slot, filled = self.k.sweep(
+                p.bt, p.bc, p.bm, p.events, p.nslots, cands.order, cands.pos_of, cands.totals,
+                wcpu, wmem, first, length, nodes_min, demand.ntasks, demand.cpus_per_task,
+                demand.ntasks_per_node, demand.mem_per_node, demand.mem_per_cpu,
+                1 if demand.exclusive else 0, lazy)
+            if slot < 0:
+                return -1, None
+            positions = cands.positions if filled == n else cands.positions[:filled]
+            result = self.place(wcpu, wmem, cands.totals, positions, nodes_min, demand.nodes_max,
+                                demand.ntasks, demand.cpus_per_task, demand.ntasks_per_node,
+                                demand.mem_per_node, demand.mem_per_cpu,
+                                1 if demand.exclusive else 0)
+            if result is not None:
+                chosen, tasks = result
+                indices = [cands.order[q] for q in chosen]
+                if not cands.required or cands.required.issubset(indices):
+                    return slot, _allocation(p.names, indices, tasks, self.s.total_cpus, demand)
+            first = slot + 1  # place() is stricter (node maximum, required nodes): go on
+            lazy = 0
+        return -1, None
+
+    def fits_now_alone(self, cands: _Candidates, demand: Demand) -> bool:
+        """Would the job fit the free resources now, reservations aside?  (Priority vs Resources.)"""
+        nodes_min = max(demand.nodes_min, len(cands.required))
+        result = self.place(self.s.free_cpus, self.s.free_mem, self.s.total_cpus, cands.order,
+                            nodes_min, demand.nodes_max, demand.ntasks, demand.cpus_per_task,
+                            demand.ntasks_per_node, demand.mem_per_node, demand.mem_per_cpu,
+                            1 if demand.exclusive else 0)
+        if result is None:
+            return False
+        return not cands.required or cands.required.issubset(result[0])
+
+
+def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], running: Iterable[Job],
+                  now: float, params: BackfillParams | None = None,
+                  cursor: BackfillCursor | None = None, kernel: ModuleType | None = None,
+                  extra_busy: Iterable[tuple[list[str], list[int], list[int], float | None]] = ()) -> BackfillResult:
+    """One backfill cycle over ``pending`` (priority order, eligible jobs only).
+
+    ``running`` are the jobs holding resources (their allocation and end
+    time); ``extra_busy`` adds (nodes, cpus, mem, end) holdings not yet on a
+    Job (the main pass's starts).  The scheduler's free arrays must already
+    count all of them.  Jobs this cycle starts are allocated through
+    ``scheduler.allocate`` and returned in ``starts``.  ``cursor`` resumes a
+    cycle that yielded (only with bf_continue; otherwise it restarts).
+    """
+    params = params or BackfillParams()
+    kernel = kernel or _load_profile()
+    scheduler.prepare()
+    busy = [(j.nodes, j.cpus, j.mem, job_end(j, now)) for j in running]
+    busy.extend(extra_busy)
+    profile = Profile(scheduler, busy, now, params, kernel)
+    planner = _Planner(scheduler, profile, kernel)
+    result = BackfillResult()
+
+    done: set[int] = set()
+    tested = 0
+    kept: list[Reservation] = []
+    if cursor is not None and params.bf_continue:
+        tested = cursor.tested
+        done = set(cursor.done)
+        for resv in cursor.reservations:
+            start = profile.start_slot(resv.start)
+            end = profile.release_slot(resv.end)
+            if start < profile.nslots and profile.reserve(resv.allocation, start, end):
+                kept.append(resv)
+                result.planned_start[resv.job_id] = profile.slot_time(start)
+                result.reservations[resv.job_id] = resv
+            else:  # the cluster changed under it: plan that job again
+                profile.reserve(resv.allocation, start, end, sign=-1)
+                done.discard(resv.job_id)
+
+    array_resv: dict[int, int] = {}
+    for resv in kept:
+        pass  # array counts of resumed reservations are not tracked across yields
+    started = 0
+    tested_here = 0
+    for job, demand in pending:
+        if job.job_id in done:
+            continue
+        partition = scheduler.partitions.get(job.partition)
+        if partition is None:
+            continue
+        if scheduler.partition_reason(job, demand, partition) is not None:
+            continue  # the main pass gave it its reason; backfill cannot help
+        if job.array_job_id is not None and array_resv.get(job.array_job_id, 0) >= params.max_job_array_resv:
+            continue
+        if tested >= params.max_job_test:
+            break
+        if params.yield_jobs and tested_here >= params.yield_jobs:
+            result.cursor = BackfillCursor(tested, frozenset(done), tuple(kept))
+            break
+        tested += 1
+        tested_here += 1
+        done.add(job.job_id)
+
+        cands = planner.candidates(partition, demand)
+        length = profile.slots_for(job.time_limit)
+        key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes),
+               _demand_key(demand), length)
+        first = planner.earliest.get(key, 0)
+        if first < profile.nslots:
+            slot, alloc = planner.find(cands, demand, length, first)
+        else:
+            slot, alloc = -1, None
+        planner.earliest[key] = slot if slot >= 0 else profile.nslots
+
+        if slot == 0 and alloc is not None and (not params.max_job_start or started < params.max_job_start):
+            scheduler.allocate(alloc)
+            profile.reserve(alloc, 0, length)
+            result.starts.append(StartJob(job, alloc))
+            started += 1
+            continue
+        # Not now: Priority if only reservations stand in its way, else Resources.
+        if key in planner.never_now or not planner.fits_now_alone(cands, demand):
+            planner.never_now.add(key)
+            result.reasons[job.job_id] = REASON_RESOURCES
+        else:
+            result.reasons[job.job_id] = REASON_PRIORITY
+        if alloc is not None and slot > 0:
+            profile.reserve(alloc, slot, slot + length)
+            start = profile.slot_time(slot)
+            end = None if slot + length >= profile.nslots else start + length * profile.res
+            resv = Reservation(job.job_id, start, end, alloc)
+            kept.append(resv)
+            result.planned_start[job.job_id] = start
+            result.reservations[job.job_id] = resv
+            if job.array_job_id is not None:
+                array_resv[job.array_job_id] = array_resv.get(job.array_job_id, 0) + 1
+    result.tested = tested
+    return result
+
+
+def schedule_with_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]],
+                           running: Iterable[Job], now: float,
+                           params: BackfillParams | None = None,
+                           kernel: ModuleType | None = None) -> tuple[list[StartJob], BackfillResult]:
+    """The main pass, then a backfill cycle over what it left pending (SchedulerType=sched/backfill).
+
+    Returns every start (main pass first) and the backfill result; sets the
+    pending reason of the jobs backfill tested, as the main pass does.
+    """
+    starts = scheduler.schedule(pending, now)
+    started = {s.job.job_id for s in starts}
+    extra = [(s.allocation.nodes, s.allocation.cpus, s.allocation.mem,
+              None if s.job.time_limit is None else now + s.job.time_limit * 60.0) for s in starts]
+    left = [(job, demand) for job, demand in pending
+            if job.job_id not in started and job.reason in (REASON_RESOURCES, REASON_PRIORITY)]
+    result = plan_backfill(scheduler, left, running, now, params, kernel=kernel, extra_busy=extra)
+    for start in result.starts:
+        start.job.reason = "None"
+    for job, _ in left:
+        reason = result.reasons.get(job.job_id)
+        if reason is not None:
+            job.reason = reason
+    return starts + result.starts, result
