@@ -117,10 +117,17 @@ setup(
             "pytest-xdist>=3",
             "pytest-timeout>=2",
             "hypothesis>=6",
+            # The vendor libraries' Python packages run for real against fake
+            # libnvidia-ml/libamd_smi built by the tests; OpenCL runs on PoCL's CPU device.
+            "nvidia-ml-py",
+            "amdsmi",
+            "pyopencl",
+            "pocl-binary-distribution",
+            "numpy",
         ],
         "nvidia": ["nvidia-ml-py"],
         "amd": ["amdsmi"],
-        "opencl": ["pyopencl"],
+        "opencl": ["pyopencl", "pocl-binary-distribution"],
     },
     entry_points={"console_scripts": COMMANDS},
     zip_safe=False,

@@ -109,8 +109,13 @@ def _entry(stmt: Statement, conf: GresConf) -> None:
     if "AutoDetect" in raw:
         mode = raw["AutoDetect"].strip().lower()
         if mode not in AUTODETECT_VALUES:
-            raise loc.error(f"invalid value {raw['AutoDetect']!r} for AutoDetect (expected one "
-                            f"of {', '.join(sorted(AUTODETECT_VALUES))})")
+            # A vendor's plugin may bring its own AutoDetect value (plurm.accel.detect checks
+            # it against the installed backends); anything that cannot be a name is an error.
+            if not mode.replace("_", "").replace("-", "").isalnum():
+                raise loc.error(f"invalid value {raw['AutoDetect']!r} for AutoDetect (expected one "
+                                f"of {', '.join(sorted(AUTODETECT_VALUES))} or a plugin's name)")
+            conf.warnings.append(f"{loc}: AutoDetect={raw['AutoDetect']} is not built in: "
+                                 "a plugin must provide it")
         for node in nodes or [None]:
             conf.autodetect[node] = mode
         if "Name" not in raw and not set(raw) - {"NodeName", "AutoDetect"}:

@@ -101,7 +101,7 @@ def test_unknown_key_and_flag_are_warnings() -> None:
 @pytest.mark.parametrize(
     "text, line, message",
     [
-        ("AutoDetect=maybe\n", 1, "invalid value 'maybe' for AutoDetect"),
+        ("AutoDetect=may.be\n", 1, "invalid value 'may.be' for AutoDetect"),
         ("\nNodeName=n1 Type=h200\n", 2, "missing Name="),
         ("Name=gpu File=/dev/nvidia[0-\n", 1, "invalid hostlist"),
         ("Name=gpu Count=four\n", 1, "invalid value 'four' for Count"),
@@ -146,3 +146,9 @@ def test_only_conf_errors(text: str) -> None:
         gres(text, "/nonexistent/gres.conf")
     except ConfError:
         pass
+
+
+def test_plugin_autodetect_value_is_a_warning() -> None:
+    conf = parse_gres_conf_text("AutoDetect=acme\n", "gres.conf")
+    assert conf.autodetect[None] == "acme"
+    assert conf.warnings == ["gres.conf:1: AutoDetect=acme is not built in: a plugin must provide it"]

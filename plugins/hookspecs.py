@@ -1,0 +1,64 @@
+"""The plurm plugin API: every hook a plugin may implement, in one place.
+
+A plugin is a module or object with functions named like the hooks below and
+marked ``@hookimpl``; a package exposes it through an entry point in group
+``plurm``::
+
+    [project.entry-points.plurm]
+    acme = "acme_plurm.plugin"
+
+Hooks are grouped by the lifecycle stage at which they run.  Each docstring says
+when and in which daemon the hook runs and what its result means.  Only
+``plurm.plugins.manager.PluginManager`` calls hooks; the rest of plurm calls its
+typed methods.  Built-in implementations register through these same hooks with
+``trylast=True``, so a third-party plugin is always consulted first and no code
+relies on registration order.
+
+Hooks still to come (priority, preemption, job submission, accounting) go into
+new sections below, following the same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from plurm.plugins.types import AccelBackend
+
+__all__ = ["PROJECT", "ENTRY_POINT_GROUP", "hookimpl", "hookspec"]
+
+PROJECT = "plurm"
+ENTRY_POINT_GROUP = "plurm"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# ---------------------------------------------------------------------------
+# Registration: run once when a daemon builds its plugin manager, before it
+# reads its configuration.  They return named records; the configuration picks
+# one or more by name.
+# ---------------------------------------------------------------------------
+
+@hookspec
+def plurm_register_accel_backends() -> Iterable[AccelBackend]:
+    """Register accelerator backends (``plurm.plugins.types.AccelBackend`` records).
+
+    When: once, the first time a process asks for accelerator backends: in plurmd at
+    start-up and on reconfigure (device registration, binding variables at job
+    launch, usage and health sampling), and in the probe subprocess when it is asked
+    for a backend by name.
+
+    Result: every implementation's records are collected (not firstresult).  A
+    backend name must be unique across all plugins: a duplicate is an error naming
+    the packages that supplied it.  gres.conf ``AutoDetect=`` and the node's
+    configuration select backends by name; an unknown name is an error listing the
+    valid ones.
+
+    The hook itself must be cheap and must not import vendor libraries: it only
+    describes the backend.  Detection, usage and health run later, in a probe
+    subprocess with a timeout.
+    """

@@ -1,0 +1,103 @@
+"""The records that ``plurm_register_*`` hooks return.
+
+One record names one implementation of a plugin kind; configuration selects one
+by name (conda's pattern).  Callables may be given directly or as import paths
+(``"package.module:function"``): accelerator functions run in a probe
+subprocess, which imports them by path, so a path is what crosses the process
+boundary either way (see ``callable_path``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:  # the model is plain data; no import cost at run time
+    from plurm.accel.model import Device
+
+__all__ = ["AccelBackend", "Ref", "callable_path", "resolve"]
+
+# A callable, or "module:qualname" naming one.
+Ref = Union[str, Callable[..., Any]]
+
+# Signatures, for the reader (and type checkers) — every one takes plain data:
+#   detect(options: Mapping[str, str]) -> list[Device]
+#   binding_env(devices: Sequence[Device], use_uuid: bool = False) -> dict[str, str]
+#   usage(devices: Sequence[Device], options: Mapping[str, str])
+#       -> dict[uuid, {"util": float, "mem_used_mb": int}]
+#   health_check(devices: Sequence[Device], options: Mapping[str, str]) -> dict[uuid, reason]
+DetectFn = Callable[[Mapping[str, str]], "list[Device]"]
+BindingEnvFn = Callable[..., "dict[str, str]"]
+
+
+@dataclass(frozen=True)
+class AccelBackend:
+    """An accelerator backend, as returned by ``plurm_register_accel_backends``.
+
+    name:        unique backend name (``nvml``, ``amdsmi``, ``opencl``, ``static``, ``acme``)
+    vendor:      who makes the devices it finds (``nvidia``, ``amd``, ``any``, ...)
+    detect:      finds the devices; runs in a probe subprocess (may import the
+                 vendor library; may crash or hang without harming the daemon)
+    binding_env: the job environment that makes a set of devices visible; runs in
+                 the node daemon, so it must not import the vendor library
+    usage:       per-device utilisation and memory; probe subprocess; optional
+    health_check: per-device reason for unhealthy devices; probe subprocess; optional
+    requires:    modules whose presence (``importlib.util.find_spec``, no import)
+                 means the backend is installed; ``detect("auto")`` tries those
+    autodetect:  gres.conf ``AutoDetect=`` values this backend answers (``rsmi``)
+    in_auto:     False for backends that need configuration rather than hardware
+                 (``static`` reads gres.conf), so ``auto`` leaves them out
+    """
+
+    name: str
+    vendor: str
+    detect: Ref
+    binding_env: Ref
+    usage: Ref | None = None
+    health_check: Ref | None = None
+    requires: tuple[str, ...] = ()
+    autodetect: tuple[str, ...] = ()
+    in_auto: bool = True
+    description: str = ""
+    # Filled in by the plugin manager: the distribution that supplied the record.
+    package: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.name or not isinstance(self.name, str):
+            raise TypeError("AccelBackend.name must be a non-empty string")
+        for attr in ("detect", "binding_env"):
+            if not (callable(getattr(self, attr)) or isinstance(getattr(self, attr), str)):
+                raise TypeError(f"AccelBackend {self.name!r}: {attr} must be a callable "
+                                "or a 'module:function' path")
+
+
+def resolve(ref: Ref) -> Callable[..., Any]:
+    """The callable a ``Ref`` names (imports the module for a path)."""
+    if callable(ref):
+        return ref
+    module, _, qualname = ref.partition(":")
+    if not qualname:
+        raise ValueError(f"{ref!r} is not a 'module:function' path")
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def callable_path(ref: Ref) -> str:
+    """``"module:qualname"`` for a Ref, so another process can import it.
+
+    Lambdas and nested functions have no importable path: a backend must use
+    module-level functions (checked here, with a message that says so).
+    """
+    if isinstance(ref, str):
+        return ref
+    module = getattr(ref, "__module__", None)
+    qualname = getattr(ref, "__qualname__", None)
+    if not module or not qualname or "<" in qualname or module == "__main__":
+        raise ValueError(f"{ref!r} cannot be imported by the probe subprocess: use a "
+                         "module-level function or a 'module:function' path")
+    return f"{module}:{qualname}"
+

@@ -1,0 +1,1 @@
+"""ACME tensor accelerators for plurm: a vendor backend in its own package."""
