@@ -222,7 +222,7 @@ def sweep(bt: list, bc: list, bm: list, events: list, nslots: int, order: list, 
         # The slot entering on the right (only if the window was not already
         # open-ended): free resources can only go down there.
         r = end - 1
-        if r < nslots:
+        if r < 0:
             entering = events[r]
             for q in range(len(entering)):
                 i = entering[q]

@@ -37,6 +37,7 @@ from types import ModuleType
 from typing import Iterable
 
 from plurm import corescheduler
+from plurm.corescheduler import gres
 from plurm.corescheduler.model import Job, Partition
 from plurm.corescheduler.scheduler import (
     REASON_PRIORITY,
@@ -201,6 +202,11 @@ class Profile:
                                       sign * c, sign * m, self.nslots))
         return ok
 
+    def hold(self, alloc: Allocation, start: int, end: int) -> None:
+        """Hold what the planner itself chose: not fitting is a bug, as in Scheduler.allocate."""
+        if not self.reserve(alloc, start, end):
+            raise AssertionError(f"backfill plan oversubscribes {alloc.nodes} at slots [{start}, {end})")
+
     def free_at(self, node: str, slot: int) -> tuple[int, int]:
         i = self.index[node]
         return self.k.window_min(self.bt[i], self.bc[i], self.bm[i], slot, slot + 1, self.nslots)
@@ -219,6 +225,11 @@ class _Candidates:
         order = [i for i in pref if names[i] in members and names[i] not in exclude
                  and scheduler.usable(nodes[names[i]])]
         required = {index[n] for n in demand.req_nodes if n in index}
+        if demand.gres:
+            # The profile does not count GRES units over time: a GRES job may
+            # only start now, on nodes whose units are free now (try_place's rule).
+            order = [i for i in order
+                     if gres.fits(scheduler.units[i], scheduler.gres_used[i], demand.gres)]
         if required:
             order = [i for i in order if i in required] + [i for i in order if i not in required]
         self.order = order
@@ -270,6 +281,8 @@ class _Planner:
         self.never_now: set[tuple] = set()
 
     def candidates(self, partition: Partition, demand: Demand) -> _Candidates:
+        if demand.gres:  # depends on the units in use, which each start changes
+            return _Candidates(self.s, self.p.names, self.p.index, self.pref, partition, demand)
         key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes))
         cands = self.cands.get(key)
         if cands is None:
@@ -277,12 +290,18 @@ class _Planner:
             self.cands[key] = cands
         return cands
 
-    def find(self, cands: _Candidates, demand: Demand, length: int, first: int) -> tuple[int, Allocation | None]:
-        """Earliest slot >= first where the job fits for ``length`` slots, and where."""
+    def find(self, cands: _Candidates, demand: Demand, length: int, first: int,
+             horizon: int = -1) -> tuple[int, Allocation | None]:
+        """Earliest slot in [first, horizon] where the job fits for ``length`` slots, and where.
+
+        ``horizon`` < 0: the whole window.
+        """
         p = self.p
         n = len(cands.order)
         if n == 0:
             return -1, None
+        if horizon < 0:
+            horizon = p.nslots - 1
         wcpu = [0] * n
         wmem = [0] * n
         nodes_min = max(demand.nodes_min, len(cands.required))
@@ -293,7 +312,7 @@ class _Planner:
                 wcpu, wmem, first, length, nodes_min, demand.ntasks, demand.cpus_per_task,
                 demand.ntasks_per_node, demand.mem_per_node, demand.mem_per_cpu,
                 1 if demand.exclusive else 0, lazy)
-            if slot < 0:
+            if slot < 0 or slot > horizon:
                 return -1, None
             positions = cands.positions if filled == n else cands.positions[:filled]
             result = self.place(wcpu, wmem, cands.totals, positions, nodes_min, demand.nodes_max,
@@ -304,7 +323,14 @@ class _Planner:
                 chosen, tasks = result
                 indices = [cands.order[q] for q in chosen]
                 if not cands.required or cands.required.issubset(indices):
-                    return slot, _allocation(p.names, indices, tasks, self.s.total_cpus, demand)
+                    alloc = _allocation(p.names, indices, tasks, self.s.total_cpus, demand)
+                    if demand.gres:
+                        picked = [gres.pick(self.s.units[i], self.s.gres_used[i], demand.gres)
+                                  for i in indices]
+                        if any(u is None for u in picked):
+                            return -1, None
+                        alloc = Allocation(alloc.nodes, alloc.cpus, alloc.mem, alloc.tasks, picked)
+                    return slot, alloc
             first = slot + 1  # place() is stricter (node maximum, required nodes): go on
             lazy = 0
         return -1, None
@@ -360,9 +386,7 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
                 profile.reserve(resv.allocation, start, end, sign=-1)
                 done.discard(resv.job_id)
 
-    array_resv: dict[int, int] = {}
-    for resv in kept:
-        pass  # array counts of resumed reservations are not tracked across yields
+    array_resv: dict[int, int] = {}  # per array: tasks reserved (not kept across yields)
     started = 0
     tested_here = 0
     for job, demand in pending:
@@ -377,6 +401,8 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
             continue
         if tested >= params.max_job_test:
             break
+        if params.max_job_start and started >= params.max_job_start:
+            break
         if params.yield_jobs and tested_here >= params.yield_jobs:
             result.cursor = BackfillCursor(tested, frozenset(done), tuple(kept))
             break
@@ -388,27 +414,30 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
         length = profile.slots_for(job.time_limit)
         key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes),
                _demand_key(demand), length)
-        first = planner.earliest.get(key, 0)
-        if first < profile.nslots:
-            slot, alloc = planner.find(cands, demand, length, first)
+        if demand.gres:  # start now or not at all (see _Candidates)
+            slot, alloc = planner.find(cands, demand, length, 0, horizon=0)
         else:
-            slot, alloc = -1, None
-        planner.earliest[key] = slot if slot >= 0 else profile.nslots
+            first = planner.earliest.get(key, 0)
+            if first < profile.nslots:
+                slot, alloc = planner.find(cands, demand, length, first)
+            else:
+                slot, alloc = -1, None
+            planner.earliest[key] = slot if slot >= 0 else profile.nslots
 
-        if slot == 0 and alloc is not None and (not params.max_job_start or started < params.max_job_start):
+        if slot == 0 and alloc is not None:
             scheduler.allocate(alloc)
-            profile.reserve(alloc, 0, length)
+            profile.hold(alloc, 0, length)
             result.starts.append(StartJob(job, alloc))
             started += 1
             continue
         # Not now: Priority if only reservations stand in its way, else Resources.
-        if key in planner.never_now or not planner.fits_now_alone(cands, demand):
+        if demand.gres or key in planner.never_now or not planner.fits_now_alone(cands, demand):
             planner.never_now.add(key)
             result.reasons[job.job_id] = REASON_RESOURCES
         else:
             result.reasons[job.job_id] = REASON_PRIORITY
         if alloc is not None and slot > 0:
-            profile.reserve(alloc, slot, slot + length)
+            profile.hold(alloc, slot, slot + length)
             start = profile.slot_time(slot)
             end = None if slot + length >= profile.nslots else start + length * profile.res
             resv = Reservation(job.job_id, start, end, alloc)

@@ -373,7 +373,7 @@ class Controller:
 
     def on_node_ping(self, header: dict, msg: protocol.NodePing, ident: bytes) -> Any:
         name = self._node_of(ident, msg.node)
-        self.dispatch(self.state.node_ping(name, msg.running_jobs, msg.cpu_load, msg.free_mem))
+        self.dispatch(self.state.node_ping(name, msg.running_jobs, msg.cpu_load, msg.free_mem, msg.unhealthy))
         return None
 
     def on_job_ended(self, header: dict, msg: protocol.JobEnded, ident: bytes) -> Any:

@@ -11,6 +11,8 @@ still loads (msgspec fills the defaults of missing fields).
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 # Job states as Slurm names them (squeue -l / scontrol show job / sacct).
@@ -174,6 +176,7 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
     weight: int = 1
     features: list[str] = []
     gres: list[str] = []
+    devices: list[dict[str, Any]] = []  # accelerators the node daemon detected (plurm.accel.model.Device)
     partitions: list[str] = []
     # Liveness: UNKNOWN until plurmd registers, then IDLE/MIXED/ALLOCATED
     # derived from allocations; DOWN when it stops answering.

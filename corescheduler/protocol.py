@@ -118,6 +118,8 @@ class NodeRegister(Msg):
     version: str = ""
     cpu_load: float | None = None
     free_mem: int | None = None
+    devices: list[dict[str, Any]] = []  # detected accelerators (plurm.accel.model.Device)
+    gres_problems: list[str] = []  # why detection falls short of the configuration: drain
 
 
 class NodePing(Msg):
@@ -125,6 +127,7 @@ class NodePing(Msg):
     running_jobs: list[int] = []
     cpu_load: float | None = None
     free_mem: int | None = None
+    unhealthy: dict[str, str] = {}  # accelerator uuid -> reason (XID, ECC, temperature, vanished)
 
 
 class JobEnded(Msg):

@@ -640,13 +640,28 @@ class ClusterState:
         if node.down and node.reason in (None, "Not responding", "Node unexpectedly rebooted"):
             node.down = False
             node.reason = None
+        node.devices = list(info.get("devices") or [])
+        problems = info.get("gres_problems") or []
+        if problems:
+            # As Slurm: a node whose devices fall short of its configuration is drained.
+            self._drain(node, "; ".join(problems), now)
         self.node_seen[name] = now
         self.node_registered.add(name)
         self.need_schedule = True
         return self._reconcile(name, set(info.get("running_jobs", [])), now)
 
-    def node_ping(self, name: str, running: list[int], cpu_load: float | None, free_mem: int | None
-                  ) -> list[Outgoing]:
+    def _drain(self, node: Node, reason: str, now: float) -> None:
+        if node.drain and node.reason == reason:
+            return
+        log.warning("draining node %s: %s", node.name, reason)
+        node.drain = True
+        node.reason = reason
+        node.reason_time = now
+        node.reason_user = user_name(os.getuid())
+        self.need_schedule = True
+
+    def node_ping(self, name: str, running: list[int], cpu_load: float | None, free_mem: int | None,
+                  unhealthy: dict[str, str] | None = None) -> list[Outgoing]:
         node = self.nodes.get(name)
         if node is None:
             return []
@@ -655,6 +670,8 @@ class ClusterState:
         if name not in self.node_registered:
             return [Outgoing(name, "please_register", {})]
         node.cpu_load, node.free_mem = cpu_load, free_mem
+        if unhealthy:
+            self._drain(node, "; ".join(f"gpu {uuid}: {why}" for uuid, why in sorted(unhealthy.items())), now)
         if not node.responding:
             node.responding = True
             self.need_schedule = True

@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,11 +31,14 @@ import zmq
 
 from plurm.corescheduler import protocol, wire
 from plurm.corescheduler.client import conf_path, key_path_for
-from plurm.nodeagent import launch
+from plurm.nodeagent import environment, launch
+from plurm.nodeagent.devices import NodeDevices
 
 log = logging.getLogger("plurmd")
 
 PING_INTERVAL_S = 2.0
+# Accelerator health checks (probe subprocesses): every minute, or PLURM_ACCEL_HEALTH_INTERVAL seconds.
+HEALTH_INTERVAL_S = float(os.environ.get("PLURM_ACCEL_HEALTH_INTERVAL", "60"))
 RESEND_INTERVAL_S = 2.0
 VERSION = "22.05.8"
 
@@ -86,6 +90,10 @@ class NodeDaemon:
         self._wake_w.setblocking(False)
         signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.accel = NodeDevices(self.conf_path, node_name, self.node_conf.gres)
+        self.accel.detect()
+        self._health: threading.Thread | None = None
+        self._next_health = time.monotonic() + HEALTH_INTERVAL_S
         self.running = True
         self.where = {
             "cluster": self.conf.cluster_name or "cluster",
@@ -114,9 +122,21 @@ class NodeDaemon:
             "version": VERSION,
             "cpu_load": os.getloadavg()[0],
             "free_mem": psutil.virtual_memory().available // (1024 * 1024),
+            "devices": self.accel.describe(),
+            "gres_problems": self.accel.problems,
         })
         for report in self.unacked.values():
             self.send_ctld("job_ended", report)
+
+    def _health_check(self) -> None:
+        """Accelerator health in a thread: probes take a while; the loop goes on."""
+        if self._health is not None and self._health.is_alive():
+            return
+        if not self.accel.devices or time.monotonic() < self._next_health:
+            return
+        self._next_health = time.monotonic() + HEALTH_INTERVAL_S
+        self._health = threading.Thread(target=self.accel.check_health, name="accel-health", daemon=True)
+        self._health.start()
 
     def ping(self) -> None:
         self.send_ctld("node_ping", {
@@ -124,6 +144,7 @@ class NodeDaemon:
             "running_jobs": sorted(self.jobs),
             "cpu_load": os.getloadavg()[0],
             "free_mem": psutil.virtual_memory().available // (1024 * 1024),
+            "unhealthy": dict(self.accel.unhealthy),
         })
         for report in self.unacked.values():
             self.send_ctld("job_ended", report)
@@ -168,7 +189,7 @@ class NodeDaemon:
         if msg.job_id in self.jobs:
             return  # a resent launch
         try:
-            proc = launch.start_batch(msg, self.name, self.spool, self.where)
+            proc = launch.start_batch(msg, self.name, self.spool, self.where, binding=self.accel.binding)
         except launch.LaunchError as exc:
             log.error("job %s failed to launch: %s", msg.job_id, exc)
             self.report_end(msg.job_id, 1, 0)
@@ -245,9 +266,19 @@ class NodeDaemon:
     def launch_step(self, header: dict, msg: protocol.LaunchTasks) -> dict[str, Any]:
         if header["uid"] not in (0, os.getuid(), msg.uid):
             return {"error": "Access/permission denied"}
+        if msg.node_id < len(msg.nodelist) and msg.nodelist[msg.node_id] == self.name:
+            self._bind_step(msg)
         proc = launch.start_stepd(msg, self.name, self.spool, self.key_path)
         self.steps[(msg.job_id, msg.step_id)] = proc
         return {"ok": True, "pid": proc.pid}
+
+    def _bind_step(self, msg: protocol.LaunchTasks) -> None:
+        """This node's device variables for the step's GPUs (srun does not know the devices)."""
+        gpus = [int(i) for i in msg.environment.get("SLURM_STEP_GPUS", "").split(",") if i]
+        for var in environment.BINDING_VARIABLES:
+            msg.environment.pop(var, None)
+        if gpus:
+            msg.environment.update(self.accel.binding(gpus))
 
     @property
     def key_path(self) -> str:
@@ -307,6 +338,7 @@ class NodeDaemon:
                 except zmq.Again:
                     break
             try:
+                self._health_check()
                 self.reap()
                 if time.monotonic() >= next_ping:
                     self.ping()

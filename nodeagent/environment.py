@@ -8,6 +8,7 @@ the real slurmd sets.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from plurm.grammar.hostlist import compress
@@ -27,20 +28,39 @@ def compress_counts(counts: list[int]) -> str:
     return ",".join(parts)
 
 
-def gpu_variables(job: dict[str, Any], node_index: int, step: bool = False) -> dict[str, str]:
-    """The GPUs a job holds on one node, as Slurm names them for a job (or a step)."""
+# Every variable a binding may set: cleared before a node binds its own devices.
+BINDING_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL",
+                     "ZE_AFFINITY_MASK")
+
+
+def default_binding(indices: list[int]) -> dict[str, str]:
+    """A plain gres/gpu of unknown make, as Slurm 22.05 binds it."""
+    ids = ",".join(str(i) for i in sorted(indices))
+    return {"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids}
+
+
+def allocated_gpus(job: dict[str, Any], node_index: int) -> list[int]:
     alloc = job.get("gres_alloc") or []
-    gpus = alloc[node_index].get("gpu", []) if node_index < len(alloc) else []
+    return sorted(alloc[node_index].get("gpu", [])) if node_index < len(alloc) else []
+
+
+def gpu_variables(job: dict[str, Any], node_index: int, step: bool = False,
+                  binding: Callable[[list[int]], dict[str, str]] | None = default_binding) -> dict[str, str]:
+    """The GPUs a job holds on one node, as Slurm names them for a job (or a step).
+
+    ``binding`` names the vendor's variables for those units (the node daemon
+    knows its devices); None leaves the vendor's variables out.
+    """
+    gpus = allocated_gpus(job, node_index)
     if not gpus:
         return {}
-    indices = ",".join(str(i) for i in sorted(gpus))
+    indices = ",".join(str(i) for i in gpus)
     env = {
         "SLURM_STEP_GPUS" if step else "SLURM_JOB_GPUS": indices,
         "SLURM_GPUS_ON_NODE": str(len(gpus)),
-        # Vendor-neutral default binding; accelerator backends name their own variables.
-        "CUDA_VISIBLE_DEVICES": indices,
-        "GPU_DEVICE_ORDINAL": indices,
     }
+    if binding is not None:
+        env.update(binding(gpus))
     for item in job.get("spec", {}).get("gres_req") or []:
         if item.get("per") == "job" and item.get("name") == "gpu":
             env["SLURM_GPUS"] = str(item["count"])
@@ -48,7 +68,8 @@ def gpu_variables(job: dict[str, Any], node_index: int, step: bool = False) -> d
 
 
 def job_variables(job: dict[str, Any], node_name: str, *, cluster: str, conf_path: str, ctld_host: str,
-                  ctld_port: int) -> dict[str, str]:
+                  ctld_port: int, binding: Callable[[list[int]], dict[str, str]] | None = default_binding
+                  ) -> dict[str, str]:
     """SLURM_* variables describing the job's allocation (batch script and steps alike)."""
     spec = job["spec"]
     nodes: list[str] = job.get("nodes", [])
@@ -81,7 +102,7 @@ def job_variables(job: dict[str, Any], node_name: str, *, cluster: str, conf_pat
         "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
         "SLURM_WORKING_CLUSTER": f"{cluster}:{ctld_host}:{ctld_port}:9728:109",
     }
-    env.update(gpu_variables(job, node_index))
+    env.update(gpu_variables(job, node_index, binding=binding))
     if spec.get("mem_per_node"):
         env["SLURM_MEM_PER_NODE"] = str(spec["mem_per_node"])
     elif job.get("mem") and cpus and cpus[0]:

@@ -59,7 +59,8 @@ def output_paths(msg: protocol.LaunchJob, node_name: str) -> tuple[str, str, str
             filenames.resolve(inp, msg.work_dir))
 
 
-def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict[str, Any]) -> subprocess.Popen:
+def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict[str, Any],
+                binding: Any = environment.default_binding) -> subprocess.Popen:
     job_dir = os.path.join(spool, f"job{msg.job_id:05d}")
     os.makedirs(job_dir, exist_ok=True)
     script_path = os.path.join(job_dir, "slurm_script")
@@ -69,7 +70,7 @@ def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict
     if os.getuid() == 0 and msg.uid != 0:
         os.chown(job_dir, msg.uid, msg.gid)
         os.chown(script_path, msg.uid, msg.gid)
-    env = environment.batch_environment(msg.job, msg.environment, node_name, **where)
+    env = environment.batch_environment(msg.job, msg.environment, node_name, binding=binding, **where)
     # SLURM_TASK_PID is the script's own pid: exec keeps the pid of the process
     # plurmd forks, so a tiny sh wrapper sets it and execs the script.
     out_path, err_path, in_path = output_paths(msg, node_name)

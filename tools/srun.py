@@ -63,9 +63,10 @@ class Step:
             for t in task_ids:
                 self.task_node[t] = addr["name"]
             env = dict(self.environ)
-            env.update(job_variables(self.job, addr["name"], **where))
+            # The node daemon sets the vendor's device variables: it knows its devices.
+            env.update(job_variables(self.job, addr["name"], binding=None, **where))
             if addr["name"] in self.job.get("nodes", []):
-                env.update(gpu_variables(self.job, self.job["nodes"].index(addr["name"]), step=True))
+                env.update(gpu_variables(self.job, self.job["nodes"].index(addr["name"]), step=True, binding=None))
             env["SLURM_STEP_LAUNCHER_PORT"] = str(self.port)
             if self.cpus_per_task is not None:
                 env["SLURM_CPUS_PER_TASK"] = str(self.cpus_per_task)

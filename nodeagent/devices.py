@@ -1,0 +1,122 @@
+"""A node's accelerators: detected at start, checked against the configuration,
+bound into jobs, and health-checked on a timer.
+
+Detection goes through plurm.accel (vendor libraries only inside probe
+subprocesses with a timeout: a missing, hanging or crashing library never
+takes plurmd down).  Which backends run follows gres.conf beside slurm.conf:
+its AutoDetect= for this node, else its File=/Count= lines (the static
+backend).  A node without gres.conf and without Gres= detects nothing.
+
+The scheduler counts GRES units per node from slurm.conf's Gres= (index 0..n-1
+per name); ``unit_devices`` pairs each gpu unit with a detected device of the
+same type, so a job's unit indices bind the vendor's variables of those
+devices (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from plurm.corescheduler import gres
+
+log = logging.getLogger("plurmd")
+
+DETECT_TIMEOUT_S = float(os.environ.get("PLURM_ACCEL_DETECT_TIMEOUT", "10"))
+
+
+class NodeDevices:
+    def __init__(self, conf_path: str, node_name: str, configured_gres: list[str]) -> None:
+        self.node = node_name
+        self.gres_conf_path = os.path.join(os.path.dirname(os.path.abspath(conf_path)), "gres.conf")
+        self.units = gres.node_units(configured_gres)
+        self.entries: list[Any] = []
+        self.autodetect: str | None = None
+        self.flags: list[str] = []
+        self.devices: list[Any] = []  # plurm.accel.model.Device, in gpu unit order
+        self.problems: list[str] = []
+        self.unhealthy: dict[str, str] = {}
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.units) or os.path.exists(self.gres_conf_path)
+
+    def _backends(self) -> list[str] | str:
+        from plurm.accel.detect import backends_for_autodetect
+
+        if self.autodetect is None or self.autodetect == "off":
+            return ["static"] if any(e.name == "gpu" for e in self.entries) else []
+        return backends_for_autodetect(self.autodetect)
+
+    def detect(self) -> None:
+        """Find the devices and the reasons to drain the node, if any; never raises."""
+        if not self.wanted:
+            return
+        try:
+            from plurm.accel.detect import check_against_conf, detect
+
+            if os.path.exists(self.gres_conf_path):
+                from plurm.grammar.gresconf import load_gres_conf
+
+                conf = load_gres_conf(self.gres_conf_path)
+                self.entries = conf.for_node(self.node)
+                self.autodetect = conf.autodetect_for(self.node)
+                self.flags = sorted({f for e in self.entries if e.name == "gpu" for f in e.flags})
+            backends = self._backends()
+            result = detect(backends, DETECT_TIMEOUT_S,
+                            options={"gres_conf": self.gres_conf_path, "node": self.node}) if backends else None
+            found = list(result.devices) if result else []
+            for backend, error in (result.errors.items() if result else []):
+                log.warning("accelerator detection with %s failed: %s", backend, error)
+            self.problems = check_against_conf(found, self.entries, self.node)
+            configured = len(self.units.get("gpu", []))
+            if backends and len(found) < configured and not self.problems:
+                self.problems.append(f"gres/gpu count reported lower than configured ({len(found)} < {configured})")
+            self.devices = self.unit_devices(found)
+            log.info("node %s: %d accelerator(s) detected%s", self.node, len(found),
+                     f"; problems: {'; '.join(self.problems)}" if self.problems else "")
+        except Exception as exc:  # a broken plugin must not stop the node daemon
+            log.exception("accelerator detection failed")
+            self.problems = [f"accelerator detection failed: {exc}"]
+
+    def unit_devices(self, found: list[Any]) -> list[Any]:
+        """Detected devices in the order of the node's gpu units (matching types)."""
+        pool = sorted(found, key=lambda d: (d.backend, d.index))
+        types = self.units.get("gpu") or [None] * len(pool)
+        ordered = []
+        for unit_type in types:
+            match = next((d for d in pool if unit_type is None or d.gres_type == unit_type
+                          or unit_type.lower() in d.model.lower()), None)
+            if match is None:
+                break
+            pool.remove(match)
+            ordered.append(match)
+        return ordered
+
+    def binding(self, indices: list[int]) -> dict[str, str]:
+        """The vendor's variables for the gpu units ``indices`` on this node."""
+        if not self.devices:
+            ids = ",".join(str(i) for i in sorted(indices))
+            return {"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids}  # a plain gres/gpu
+        from plurm.accel.binding import binding_env
+
+        chosen = [self.devices[i] for i in sorted(indices) if i < len(self.devices)]
+        return binding_env(chosen, flags=self.flags)
+
+    def check_health(self) -> dict[str, str]:
+        """Unhealthy devices by uuid (XID/ECC errors, temperature, vanished)."""
+        if not self.devices:
+            return {}
+        try:
+            from plurm.accel.detect import health_check
+
+            report = health_check(self.devices, DETECT_TIMEOUT_S)
+        except Exception as exc:
+            log.exception("accelerator health check failed")
+            return {"*": f"health check failed: {exc}"}
+        self.unhealthy = {uuid: reason for uuid, reason in report.items() if reason != "ok"}
+        return self.unhealthy
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [d.to_dict() for d in self.devices]
