@@ -90,16 +90,24 @@ def demand_of(spec: JobSpec, partition: Partition | None, default_mem_per_cpu: i
         ntasks = nodes_min * spec.ntasks_per_node if spec.ntasks_per_node else nodes_min
     mem_per_node = spec.mem_per_node or 0
     mem_per_cpu = spec.mem_per_cpu or 0
+    tasks_per_node = spec.ntasks_per_node or -(-max(ntasks, 1) // nodes_min)
+    needs = gres.needs_per_node(spec.gres_req, nodes_min, tasks_per_node) if spec.gres_req else []
+    cpus_per_task = max(spec.cpus_per_task or 1, 1)
+    gpus_per_node = sum(n.count for n in needs if n.name == "gpu")
+    if gpus_per_node and spec.cpus_per_gpu:
+        # --cpus-per-gpu: each node needs that many CPUs per GPU it holds, spread over its tasks.
+        cpus_per_task = max(cpus_per_task, -(-gpus_per_node * spec.cpus_per_gpu // tasks_per_node))
+    if gpus_per_node and spec.mem_per_gpu and not mem_per_node and not mem_per_cpu:
+        mem_per_node = gpus_per_node * spec.mem_per_gpu
     if not mem_per_node and not mem_per_cpu:
         default = partition.def_mem_per_cpu if partition and partition.def_mem_per_cpu else default_mem_per_cpu
         mem_per_cpu = default or 0
-    tasks_per_node = spec.ntasks_per_node or -(-max(ntasks, 1) // nodes_min)
     return Demand(
-        gres=gres.needs_per_node(spec.gres_req, nodes_min, tasks_per_node) if spec.gres_req else [],
+        gres=needs,
         nodes_min=nodes_min,
         nodes_max=spec.nodes_max or 0,
         ntasks=max(ntasks, 1),
-        cpus_per_task=max(spec.cpus_per_task or 1, 1),
+        cpus_per_task=cpus_per_task,
         ntasks_per_node=spec.ntasks_per_node or 0,
         mem_per_node=mem_per_node,
         mem_per_cpu=mem_per_cpu,

@@ -20,7 +20,8 @@ _HANDLED = {
     "cpus-per-task", "mem", "mem-per-cpu", "time", "exclusive", "nodelist", "exclude", "hold", "nice",
     "begin", "dependency", "requeue", "no-requeue", "chdir", "output", "error", "input", "open-mode",
     "export", "array", "comment", "wrap", "parsable", "test-only", "verbose", "quiet", "help", "usage",
-    "version", "label", "pty", "overlap", "gres", "gpus", "gpus-per-node", "gpus-per-task",
+    "version", "label", "pty", "overlap", "gres", "gpus", "gpus-per-node", "gpus-per-task", "cpus-per-gpu",
+    "mem-per-gpu",
 }
 
 
@@ -49,6 +50,7 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
     for option, field_name in (("partition", "partition"), ("account", "account"), ("qos", "qos"),
                                ("ntasks", "ntasks"), ("cpus-per-task", "cpus_per_task"),
                                ("mem", "mem_per_node"), ("mem-per-cpu", "mem_per_cpu"), ("nice", "nice"),
+                               ("cpus-per-gpu", "cpus_per_gpu"), ("mem-per-gpu", "mem_per_gpu"),
                                ("output", "stdout"), ("error", "stderr"), ("input", "stdin"),
                                ("comment", "comment")):
         value = options.get(option)

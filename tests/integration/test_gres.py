@@ -72,3 +72,12 @@ def test_srun_step_sees_its_gpus(gpu_cluster: Cluster, workdir: Path) -> None:
                            cwd=workdir, check=True)
     # The shape of ok_srun_env_gpu.txt in the reference.
     assert proc.stdout == "0: CUDA_VISIBLE_DEVICES=0 SLURM_STEP_GPUS=0\n"
+
+
+def test_cpus_and_memory_per_gpu(gpu_cluster: Cluster, workdir: Path) -> None:
+    job_id = gpu_cluster.sbatch("--gpus-per-node=2", "--cpus-per-gpu=3", "--mem-per-gpu=700", "--wrap", "true",
+                                cwd=workdir)
+    job = gpu_cluster.wait_state(job_id, "COMPLETED")
+    assert job["cpus"] == [6] and job["mem"] == [1400] and len(job["gres_alloc"][0]["gpu"]) == 2
+    per_task = gpu_cluster.sbatch("-n", "2", "--gpus-per-task=1", "--wrap", "true", cwd=workdir)
+    assert len(gpu_cluster.wait_state(per_task, "COMPLETED")["gres_alloc"][0]["gpu"]) == 2
