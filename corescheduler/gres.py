@@ -6,7 +6,9 @@ numbers a node's devices.  A job asks per node (``--gres``,
 ``--gpus-per-node``), per task (``--gpus-per-task``) or per job
 (``--gpus``); ``needs_per_node`` turns that into one per-node need list,
 and ``pick`` chooses specific free units (lowest indices first), so a job
-gets specific devices that nobody else gets.
+gets specific devices that nobody else gets, except through gres/shard:
+shards are spread over a node's gpus, and jobs holding shards of one gpu
+share it (while nobody holds that gpu whole).
 """
 
 from __future__ import annotations
@@ -99,6 +101,28 @@ def needs_per_node(req: list[dict[str, Any]], nodes_min: int, tasks_per_node: in
     return [GresNeed(name, gres_type, count) for (name, gres_type), count in needs.items()]
 
 
+def shard_owner(units: dict[str, list[str | None]], shard: int) -> int | None:
+    """The gpu a shard unit lives on: a node's shards are spread evenly over its gpus
+    (gres/shard: several jobs share one GPU, each holding some of its shards)."""
+    gpus = len(units.get("gpu", []))
+    shards = len(units.get("shard", []))
+    if not gpus or not shards:
+        return None
+    return shard * gpus // shards
+
+
+def _blocked(units: dict[str, list[str | None]], used: dict[str, set[int]], name: str, index: int,
+             chosen: dict[str, list[int]]) -> bool:
+    """A whole gpu and its shards exclude each other."""
+    if name == "gpu":
+        shards = used.get("shard", set()) | set(chosen.get("shard", []))
+        return any(shard_owner(units, s) == index for s in shards)
+    if name == "shard":
+        owner = shard_owner(units, index)
+        return owner is not None and (owner in used.get("gpu", set()) or owner in chosen.get("gpu", []))
+    return False
+
+
 def fits(units: dict[str, list[str | None]], used: dict[str, set[int]], needs: list[GresNeed]) -> bool:
     return pick(units, used, needs) is not None
 
@@ -114,7 +138,8 @@ def pick(units: dict[str, list[str | None]], used: dict[str, set[int]], needs: l
         taken = used.get(need.name, set())
         already = set(chosen.get(need.name, []))
         free = [i for i, t in enumerate(types)
-                if i not in taken and i not in already and (need.type is None or t == need.type)]
+                if i not in taken and i not in already and (need.type is None or t == need.type)
+                and not _blocked(units, used, need.name, i, chosen)]
         if len(free) < need.count:
             return None
         chosen.setdefault(need.name, []).extend(free[:need.count])

@@ -196,6 +196,7 @@ class LaunchTasks(Msg):
     work_dir: str = "/"
     io_host: str = "127.0.0.1"
     io_port: int = 0
+    job_gres: dict[str, list[int]] = {}  # the job's GRES units on this node (the node binds its devices)
     uid: int = 0
     gid: int = 0
 

@@ -274,11 +274,11 @@ class NodeDaemon:
 
     def _bind_step(self, msg: protocol.LaunchTasks) -> None:
         """This node's device variables for the step's GPUs (srun does not know the devices)."""
-        gpus = [int(i) for i in msg.environment.get("SLURM_STEP_GPUS", "").split(",") if i]
-        for var in environment.BINDING_VARIABLES:
-            msg.environment.pop(var, None)
-        if gpus:
-            msg.environment.update(self.accel.binding(gpus))
+        if msg.node_id < len(msg.tasks_per_node) and msg.job_gres:
+            for var in environment.BINDING_VARIABLES:
+                msg.environment.pop(var, None)
+            for name, indices in msg.job_gres.items():
+                msg.environment.update(self.accel.binding(name, indices))
 
     @property
     def key_path(self) -> str:

@@ -94,8 +94,15 @@ class NodeDevices:
             ordered.append(match)
         return ordered
 
-    def binding(self, indices: list[int]) -> dict[str, str]:
-        """The vendor's variables for the gpu units ``indices`` on this node."""
+    def binding(self, name: str, indices: list[int]) -> dict[str, str]:
+        """The vendor's variables for GRES units ``indices`` of ``name`` (gpu, or shard:
+        the gpus those shards live on) on this node."""
+        if name == "shard":
+            indices = sorted({owner for s in indices if (owner := gres.shard_owner(self.units, s)) is not None})
+        elif name != "gpu":
+            return {}
+        if not indices:
+            return {}
         if not self.devices:
             ids = ",".join(str(i) for i in sorted(indices))
             return {"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids}  # a plain gres/gpu

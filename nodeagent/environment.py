@@ -33,8 +33,10 @@ BINDING_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBL
                      "ZE_AFFINITY_MASK")
 
 
-def default_binding(indices: list[int]) -> dict[str, str]:
-    """A plain gres/gpu of unknown make, as Slurm 22.05 binds it."""
+def default_binding(name: str, indices: list[int]) -> dict[str, str]:
+    """A plain gres/gpu of unknown make, as Slurm 22.05 binds it (shards: the node knows their gpus)."""
+    if name != "gpu":
+        return {}
     ids = ",".join(str(i) for i in sorted(indices))
     return {"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids}
 
@@ -44,14 +46,26 @@ def allocated_gpus(job: dict[str, Any], node_index: int) -> list[int]:
     return sorted(alloc[node_index].get("gpu", [])) if node_index < len(alloc) else []
 
 
+def allocated_shards(job: dict[str, Any], node_index: int) -> list[int]:
+    alloc = job.get("gres_alloc") or []
+    return sorted(alloc[node_index].get("shard", [])) if node_index < len(alloc) else []
+
+
 def gpu_variables(job: dict[str, Any], node_index: int, step: bool = False,
-                  binding: Callable[[list[int]], dict[str, str]] | None = default_binding) -> dict[str, str]:
+                  binding: Callable[[str, list[int]], dict[str, str]] | None = default_binding) -> dict[str, str]:
     """The GPUs a job holds on one node, as Slurm names them for a job (or a step).
 
     ``binding`` names the vendor's variables for those units (the node daemon
     knows its devices); None leaves the vendor's variables out.
     """
     gpus = allocated_gpus(job, node_index)
+    shards = allocated_shards(job, node_index)
+    if shards and not gpus:
+        # gres/shard: the job sees the gpus its shards live on, shared with others.
+        env = {"SLURM_SHARDS_ON_NODE": str(len(shards))}
+        if binding is not None:
+            env.update(binding("shard", shards))
+        return env
     if not gpus:
         return {}
     indices = ",".join(str(i) for i in gpus)
@@ -60,7 +74,7 @@ def gpu_variables(job: dict[str, Any], node_index: int, step: bool = False,
         "SLURM_GPUS_ON_NODE": str(len(gpus)),
     }
     if binding is not None:
-        env.update(binding(gpus))
+        env.update(binding("gpu", gpus))
     for item in job.get("spec", {}).get("gres_req") or []:
         if item.get("per") == "job" and item.get("name") == "gpu":
             env["SLURM_GPUS"] = str(item["count"])
@@ -68,7 +82,7 @@ def gpu_variables(job: dict[str, Any], node_index: int, step: bool = False,
 
 
 def job_variables(job: dict[str, Any], node_name: str, *, cluster: str, conf_path: str, ctld_host: str,
-                  ctld_port: int, binding: Callable[[list[int]], dict[str, str]] | None = default_binding
+                  ctld_port: int, binding: Callable[[str, list[int]], dict[str, str]] | None = default_binding
                   ) -> dict[str, str]:
     """SLURM_* variables describing the job's allocation (batch script and steps alike)."""
     spec = job["spec"]

@@ -75,6 +75,7 @@ class Step:
                 "task_ids": task_ids, "ntasks": self.ntasks, "nodelist": nodelist,
                 "tasks_per_node": self.step["tasks"], "argv": self.argv, "environment": env,
                 "work_dir": os.getcwd(), "io_host": io_host, "io_port": self.port,
+                "job_gres": self._node_gres(addr["name"]),
                 "uid": os.getuid(), "gid": os.getgid(),
             }
             node_conn = Connection(settings, host=addr["addr"], port=addr["port"], timeout=10.0)
@@ -85,6 +86,11 @@ class Step:
                                   f"failed on node {addr['name']}: {exc}", exc.code) from None
             finally:
                 node_conn.close()
+
+    def _node_gres(self, node: str) -> dict[str, list[int]]:
+        nodes = self.job.get("nodes", [])
+        alloc = self.job.get("gres_alloc") or []
+        return dict(alloc[nodes.index(node)]) if node in nodes and nodes.index(node) < len(alloc) else {}
 
     def _emit(self, task: int, stream: int, data: bytes, final: bool = False) -> None:
         out = sys.stdout.buffer if stream == 1 else sys.stderr.buffer

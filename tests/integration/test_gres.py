@@ -81,3 +81,29 @@ def test_cpus_and_memory_per_gpu(gpu_cluster: Cluster, workdir: Path) -> None:
     assert job["cpus"] == [6] and job["mem"] == [1400] and len(job["gres_alloc"][0]["gpu"]) == 2
     per_task = gpu_cluster.sbatch("-n", "2", "--gpus-per-task=1", "--wrap", "true", cwd=workdir)
     assert len(gpu_cluster.wait_state(per_task, "COMPLETED")["gres_alloc"][0]["gpu"]) == 2
+
+
+@pytest.fixture(scope="module")
+def shard_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = start_cluster(tmp_path_factory.mktemp("shard"), nodes=1, cpus=4, memory=4000, gres="gpu:2,shard:4")
+    try:
+        yield c
+    finally:
+        c.down()
+
+
+def test_shards_share_a_gpu_and_exclude_whole_gpu_jobs(shard_cluster: Cluster, workdir: Path) -> None:
+    show = "echo $CUDA_VISIBLE_DEVICES $SLURM_SHARDS_ON_NODE; sleep 3"
+    first = shard_cluster.sbatch("--gres=shard:1", "--wrap", show, cwd=workdir)
+    second = shard_cluster.sbatch("--gres=shard:1", "--wrap", show, cwd=workdir)
+    whole = shard_cluster.sbatch("--gres=gpu:2", "--wrap", "echo $CUDA_VISIBLE_DEVICES", cwd=workdir)
+    shard_cluster.wait_state(first, "RUNNING")
+    shard_cluster.wait_state(second, "RUNNING")
+    # Both shard jobs run at once on GPU 0; the whole-GPU job waits until they end.
+    assert shard_cluster.job(whole).get("state", "PENDING") == "PENDING"
+    for job_id in (first, second, whole):
+        shard_cluster.wait_state(job_id, "COMPLETED")
+    assert (workdir / f"slurm-{first}.out").read_text() == "0 1\n"
+    assert (workdir / f"slurm-{second}.out").read_text() == "0 1\n"
+    assert (workdir / f"slurm-{whole}.out").read_text() == "0,1\n"
+    assert shard_cluster.job(whole)["start_time"] >= shard_cluster.job(first)["end_time"]
