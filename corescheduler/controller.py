@@ -379,7 +379,7 @@ class Controller:
     def on_job_ended(self, header: dict, msg: protocol.JobEnded, ident: bytes) -> Any:
         name = self._node_of(ident, msg.node)
         self.dispatch(self.state.job_ended(msg.job_id, msg.exit_code, msg.exit_signal, msg.end_time,
-                                           msg.timed_out))
+                                           msg.timed_out, msg.tres_usage_max, msg.tres_usage_ave))
         self.send_node(Outgoing(name, "job_ended_ack", {"job_id": msg.job_id}))
         return None
 

@@ -159,6 +159,9 @@ class StepRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     end_time: float | None = None
     exit_code: int = 0
     exit_signal: int = 0
+    # Sampled usage as sacct's TRESUsageInMax/TRESUsageInAve: {"gres/gpuutil": "37", "gres/gpumem": "1024M"}
+    tres_usage_max: dict[str, str] = {}
+    tres_usage_ave: dict[str, str] = {}
 
 
 class Node(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -139,6 +139,8 @@ class JobEnded(Msg):
     exit_signal: int = 0
     end_time: float = 0.0
     timed_out: bool = False
+    tres_usage_max: dict[str, str] = {}  # accelerator usage sampled while it ran (sacct TRESUsageIn*)
+    tres_usage_ave: dict[str, str] = {}
 
 
 class LaunchJob(Msg):

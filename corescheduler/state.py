@@ -371,7 +371,8 @@ class ClusterState:
 
     # ------------------------------------------------------------------ job end
     def job_ended(self, job_id: int, exit_code: int, exit_signal: int, end_time: float | None,
-                  timed_out: bool = False) -> list[Outgoing]:
+                  timed_out: bool = False, usage_max: dict[str, str] | None = None,
+                  usage_ave: dict[str, str] | None = None) -> list[Outgoing]:
         job = self.jobs.get(job_id)
         if job is None or (job.state in model.FINISHED_STATES and not job.completing):
             return []  # already recorded: a resent report
@@ -390,6 +391,7 @@ class ClusterState:
         if step is not None:
             step.end_time = end
             step.exit_code, step.exit_signal = exit_code, exit_signal
+            step.tres_usage_max, step.tres_usage_ave = dict(usage_max or {}), dict(usage_ave or {})
             step.state = model.CANCELLED if state == model.CANCELLED else (
                 model.FAILED if exit_code or exit_signal else model.COMPLETED)
             self.store.put_acct_step(step)

@@ -32,13 +32,15 @@ import zmq
 from plurm.corescheduler import protocol, wire
 from plurm.corescheduler.client import conf_path, key_path_for
 from plurm.nodeagent import environment, launch
-from plurm.nodeagent.devices import NodeDevices
+from plurm.nodeagent.devices import NodeDevices, UsageStats
 
 log = logging.getLogger("plurmd")
 
 PING_INTERVAL_S = 2.0
 # Accelerator health checks (probe subprocesses): every minute, or PLURM_ACCEL_HEALTH_INTERVAL seconds.
 HEALTH_INTERVAL_S = float(os.environ.get("PLURM_ACCEL_HEALTH_INTERVAL", "60"))
+# Accelerator usage of running jobs, for accounting: every 30 s, or PLURM_ACCEL_USAGE_INTERVAL.
+USAGE_INTERVAL_S = float(os.environ.get("PLURM_ACCEL_USAGE_INTERVAL", "30"))
 RESEND_INTERVAL_S = 2.0
 VERSION = "22.05.8"
 
@@ -48,6 +50,7 @@ class RunningJob:
     job_id: int
     proc: subprocess.Popen | None
     started: float
+    gpus: list[int] = field(default_factory=list)  # this node's gpu units of the job
     steps: dict[int, subprocess.Popen] = field(default_factory=dict)
     kill_at: float | None = None
     timed_out: bool = False
@@ -94,6 +97,8 @@ class NodeDaemon:
         self.accel.detect()
         self._health: threading.Thread | None = None
         self._next_health = time.monotonic() + HEALTH_INTERVAL_S
+        self._next_usage = time.monotonic() + min(USAGE_INTERVAL_S, 1.0)
+        self.usage: dict[int, UsageStats] = {}
         self.running = True
         self.where = {
             "cluster": self.conf.cluster_name or "cluster",
@@ -137,6 +142,19 @@ class NodeDaemon:
         self._next_health = time.monotonic() + HEALTH_INTERVAL_S
         self._health = threading.Thread(target=self.accel.check_health, name="accel-health", daemon=True)
         self._health.start()
+
+    def _sample_usage(self) -> None:
+        """Accelerator usage of the running jobs, in a thread (probes take a while)."""
+        if self._health is not None and self._health.is_alive():
+            return
+        if not self.accel.devices or time.monotonic() < self._next_usage:
+            return
+        self._next_usage = time.monotonic() + USAGE_INTERVAL_S
+        jobs = {job.job_id: list(job.gpus) for job in self.jobs.values() if job.gpus}
+        if jobs:
+            self._health = threading.Thread(target=self.accel.sample, args=(jobs, self.usage),
+                                            name="accel-usage", daemon=True)
+            self._health.start()
 
     def ping(self) -> None:
         self.send_ctld("node_ping", {
@@ -194,7 +212,9 @@ class NodeDaemon:
             log.error("job %s failed to launch: %s", msg.job_id, exc)
             self.report_end(msg.job_id, 1, 0)
             return
-        self.jobs[msg.job_id] = RunningJob(msg.job_id, proc, time.time())
+        nodes = msg.job.get("nodes", [])
+        gpus = environment.allocated_gpus(msg.job, nodes.index(self.name)) if self.name in nodes else []
+        self.jobs[msg.job_id] = RunningJob(msg.job_id, proc, time.time(), gpus)
         log.info("job %s started, pid %s", msg.job_id, proc.pid)
 
     def _processes(self, job_id: int, scope: str = "all") -> list[subprocess.Popen]:
@@ -233,6 +253,9 @@ class NodeDaemon:
     def report_end(self, job_id: int, exit_code: int, exit_signal: int) -> None:
         report = {"node": self.name, "job_id": job_id, "exit_code": exit_code, "exit_signal": exit_signal,
                   "end_time": time.time()}
+        stats = self.usage.pop(job_id, None)
+        if stats is not None:
+            report["tres_usage_max"], report["tres_usage_ave"] = stats.as_tres()
         self.unacked[job_id] = report
         self.send_ctld("job_ended", report)
 
@@ -339,6 +362,7 @@ class NodeDaemon:
                     break
             try:
                 self._health_check()
+                self._sample_usage()
                 self.reap()
                 if time.monotonic() >= next_ping:
                     self.ping()

@@ -26,6 +26,34 @@ log = logging.getLogger("plurmd")
 DETECT_TIMEOUT_S = float(os.environ.get("PLURM_ACCEL_DETECT_TIMEOUT", "10"))
 
 
+class UsageStats:
+    """A job's accelerator usage over its samples: what sacct shows as TRESUsageInMax/Ave."""
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self.util_max = 0.0
+        self.util_sum = 0.0
+        self.mem_max = 0
+        self.mem_sum = 0
+
+    def add(self, readings: list[dict[str, Any]]) -> None:
+        # Several gpus: utilisation is their mean, memory their sum, as one job's figures.
+        util = sum(float(r.get("util", 0)) for r in readings) / len(readings)
+        mem = sum(int(r.get("mem_used_mb", 0)) for r in readings)
+        self.samples += 1
+        self.util_max = max(self.util_max, util)
+        self.util_sum += util
+        self.mem_max = max(self.mem_max, mem)
+        self.mem_sum += mem
+
+    def as_tres(self) -> tuple[dict[str, str], dict[str, str]]:
+        if not self.samples:
+            return {}, {}
+        return ({"gres/gpumem": f"{self.mem_max}M", "gres/gpuutil": f"{self.util_max:g}"},
+                {"gres/gpumem": f"{self.mem_sum // self.samples}M",
+                 "gres/gpuutil": f"{self.util_sum / self.samples:g}"})
+
+
 class NodeDevices:
     def __init__(self, conf_path: str, node_name: str, configured_gres: list[str]) -> None:
         self.node = node_name
@@ -124,6 +152,25 @@ class NodeDevices:
             return {"*": f"health check failed: {exc}"}
         self.unhealthy = {uuid: reason for uuid, reason in report.items() if reason != "ok"}
         return self.unhealthy
+
+    def sample(self, jobs: dict[int, list[int]], usage: dict[int, "UsageStats"]) -> None:
+        """One usage sample of the gpus each job holds (``jobs``: job id -> gpu units)."""
+        held = {i for units in jobs.values() for i in units}
+        devices = [self.devices[i] for i in sorted(held) if i < len(self.devices)]
+        if not devices:
+            return
+        try:
+            from plurm.accel.detect import sample_usage
+
+            report = sample_usage(devices, DETECT_TIMEOUT_S)
+        except Exception:
+            log.exception("accelerator usage sampling failed")
+            return
+        for job_id, units in jobs.items():
+            readings = [report[self.devices[i].uuid] for i in units
+                        if i < len(self.devices) and self.devices[i].uuid in report]
+            if readings:
+                usage.setdefault(job_id, UsageStats()).add(readings)
 
     def describe(self) -> list[dict[str, Any]]:
         return [d.to_dict() for d in self.devices]

@@ -881,6 +881,11 @@ def acct_step_row(step: dict, job: dict, now: float, cluster: str) -> dict[str, 
     for key in _STEP_ENERGY:
         row[key] = "energy=0" if key in ("TRESUsageInAve", "TRESUsageInTot", "TRESUsageOutAve",
                                          "TRESUsageOutTot") else ""
+    # Accelerator usage sampled by the node daemon (gres/gpuutil, gres/gpumem).
+    for key, usage in (("TRESUsageInMax", step.get("tres_usage_max")), ("TRESUsageInAve", step.get("tres_usage_ave"))):
+        if usage:
+            parts = [p for p in row[key].split(",") if p] + [f"{k}={v}" for k, v in sorted(usage.items())]
+            row[key] = ",".join(parts)
     return row
 
 

@@ -81,7 +81,8 @@ NodeName=cl1 AutoDetect=opencl
     for name, devices in (("nv1", _h200s(2)), ("nv2", _h200s(2)), ("amd1", _mi300x(2))):
         _inventory(base / f"{name}.inv", devices)
     _inventory(base / "hang1.inv", _h200s(2), hang="nvmlInitWithFlags")
-    env = dict(os.environ, SLURM_CONF=str(base / "slurm.conf"), PLURM_ACCEL_HEALTH_INTERVAL="1")
+    env = dict(os.environ, SLURM_CONF=str(base / "slurm.conf"), PLURM_ACCEL_HEALTH_INTERVAL="1",
+               PLURM_ACCEL_USAGE_INTERVAL="0.5")
     env.pop("SLURM_JOB_ID", None)
     node_env = {
         "nv1": {"LD_LIBRARY_PATH": str(nvml_libdir), "FAKE_NVML_CONFIG": str(base / "nv1.inv")},
@@ -157,6 +158,16 @@ print("ordinal", ordinal, "sum", int(out.sum()))
     job_id = c.sbatch("-w", "cl1", "--gres=gpu:1", str(script), cwd=tmp_path)
     c.wait_state(job_id, "COMPLETED", timeout=60)
     assert (tmp_path / f"slurm-{job_id}.out").read_text().endswith("ordinal 0 sum 240\n")
+
+
+def test_gpu_usage_lands_in_accounting(mixed: dict, tmp_path: Path) -> None:
+    c: Cluster = mixed["cluster"]
+    job_id = c.sbatch("--gres=gpu:mi300x:2", "--wrap", "sleep 3", cwd=tmp_path)
+    c.wait_state(job_id, "COMPLETED", timeout=30)
+    out = c.run("sacct", "-j", f"{job_id}.batch", "-n", "-P", "-o", "TRESUsageInMax,TRESUsageInAve",
+                check=True).stdout.strip()
+    # The fake MI300Xs report 12 % activity and 512 MB in use each: two of them.
+    assert out == "gres/gpumem=1024M,gres/gpuutil=12|energy=0,gres/gpumem=1024M,gres/gpuutil=12"
 
 
 def test_fewer_devices_than_configured_drains_the_node(mixed: dict) -> None:
