@@ -6,11 +6,13 @@ so pynvml and amdsmi themselves run inside plurmd's detection probes.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,6 +46,20 @@ def _inventory(path: Path, devices: list[dict], **lines: str) -> None:
     path.write_text(text)
 
 
+ACME = Path(__file__).parent / "vendor_acme"
+
+
+def _acme_site(base: Path) -> Path:
+    """The acme package as an installed distribution: a dist-info with its entry points."""
+    project = tomllib.loads((ACME / "pyproject.toml").read_text())["project"]
+    info = base / "acme-site" / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n")
+    (info / "entry_points.txt").write_text(
+        "[plurm]\n" + "".join(f"{k} = {v}\n" for k, v in project["entry-points"]["plurm"].items()))
+    return info.parent
+
+
 def _ports(count: int) -> list[int]:
     socks = [socket.socket() for _ in range(count)]
     for s in socks:
@@ -57,7 +73,7 @@ def _ports(count: int) -> list[int]:
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory: pytest.TempPathFactory, nvml_libdir: Path, amdsmi_root: Path) -> Iterator[dict]:
     base = tmp_path_factory.mktemp("mixed")
-    ctld, nv1, nv2, amd1, cl1, hang1 = _ports(6)
+    ctld, nv1, nv2, amd1, cl1, hang1, acme1 = _ports(7)
     (base / "slurm.conf").write_text(f"""ClusterName=mixed
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort={ctld}
@@ -71,11 +87,13 @@ NodeName=nv2 Port={nv2} Gres=gpu:h200:4
 NodeName=amd1 Port={amd1} Gres=gpu:mi300x:2
 NodeName=cl1 Port={cl1} Gres=gpu:1
 NodeName=hang1 Port={hang1} Gres=gpu:h200:2
+NodeName=acme1 Port={acme1} Gres=gpu:1
 PartitionName=all Nodes=ALL Default=YES
 """)
     (base / "gres.conf").write_text("""NodeName=nv[1-2],hang1 AutoDetect=nvml
 NodeName=amd1 AutoDetect=rsmi
 NodeName=cl1 AutoDetect=opencl
+NodeName=acme1 AutoDetect=acme
 """)
     (base / "slurm.key").write_bytes(wire.new_key())
     for name, devices in (("nv1", _h200s(2)), ("nv2", _h200s(2)), ("amd1", _mi300x(2))):
@@ -92,7 +110,12 @@ NodeName=cl1 AutoDetect=opencl
         # Its NVML hangs: detection gives up after the timeout, plurmd carries on.
         "hang1": {"LD_LIBRARY_PATH": str(nvml_libdir), "FAKE_NVML_CONFIG": str(base / "hang1.inv"),
                   "PLURM_ACCEL_DETECT_TIMEOUT": "2"},
+        # A fictional vendor's own package (tests/accel/vendor_acme), found through its entry point.
+        "acme1": {"PYTHONPATH": os.pathsep.join([str(_acme_site(base)), str(ACME / "src")]),
+                  "ACME_DEVICES_FILE": str(base / "acme.json")},
     }
+    (base / "acme.json").write_text(json.dumps([{"model": "ACME Tensor-9", "serial": "A1", "memory_mb": 65536,
+                                                  "load": 5, "temp": 40}]))
     procs = [subprocess.Popen(command("plurmctld") + ["-D"], env=env, stdout=subprocess.DEVNULL,
                               stderr=open(base / "ctld.log", "w"))]
     for name, extra in node_env.items():
@@ -102,12 +125,12 @@ NodeName=cl1 AutoDetect=opencl
 
     def registered() -> bool:
         try:
-            return len([n for n in cluster.request("node_info", {})["nodes"] if n.get("responding")]) == 5
+            return len([n for n in cluster.request("node_info", {})["nodes"] if n.get("responding")]) == 6
         except Exception:
             return False
 
     try:
-        wait_for(registered, timeout=60, what="5 nodes to register")
+        wait_for(registered, timeout=60, what="6 nodes to register")
         yield {"cluster": cluster, "base": base}
     finally:
         for proc in procs:
@@ -193,3 +216,12 @@ def test_hanging_library_never_hangs_the_node_daemon(mixed: dict, tmp_path: Path
     job_id = c.sbatch("--gres=gpu:h200:1", "-x", "nv1", "--wrap", "true", cwd=tmp_path)
     assert c.job(job_id).get("reason") in ("Resources", "None") and c.job(job_id).get("nodes", []) != ["hang1"]
     c.run("scancel", str(job_id), check=True)
+
+
+def test_third_party_vendor_plugin_end_to_end(mixed: dict, tmp_path: Path) -> None:
+    c: Cluster = mixed["cluster"]
+    assert [d["vendor"] for d in _node(c, "acme1")["devices"]] == ["acme"]
+    job_id = c.sbatch("-w", "acme1", "--gres=gpu:1", "--wrap", "echo $ACME_VISIBLE_DEVICES $SLURM_JOB_GPUS",
+                      cwd=tmp_path)
+    c.wait_state(job_id, "COMPLETED")
+    assert (tmp_path / f"slurm-{job_id}.out").read_text() == "0 0\n"
