@@ -33,6 +33,7 @@ COMMANDS = [
     "sinfo=plurm.tools.sinfo:main",
     "scontrol=plurm.tools.scontrol:main",
     "sacct=plurm.tools.sacct:main",
+    "sprio=plurm.tools.sprio:main",
     "plurm=plurm.tools.plurm:main",
     "plurmctld=plurm.corescheduler.controller:main",
     "plurmd=plurm.nodeagent.daemon:main",

@@ -72,6 +72,25 @@ def partitions_from_conf(conf) -> dict[str, Partition]:
     }
 
 
+def priority_policy(conf: Any) -> Any:
+    """The policy object of the priority plugin slurm.conf's PriorityType names."""
+    from plurm.plugins.manager import get_plugin_manager
+    from plurm.plugins.types import resolve
+
+    kind = (conf.get("PriorityType") or "priority/basic").split("/", 1)[-1]
+    return resolve(get_plugin_manager().get_priority_plugin(kind).factory)(conf)
+
+
+def _seconds(value: str | None, default: float) -> float:
+    """A slurm.conf duration given in minutes (or [D-]HH:MM:SS), as seconds."""
+    if not value:
+        return default
+    from plurm.grammar.timefmt import parse_time_limit
+
+    minutes = parse_time_limit(value)
+    return minutes * 60.0 if minutes else default
+
+
 class Controller:
     def __init__(self, conf_path: str) -> None:
         from plurm.grammar.slurmconf import load_slurm_conf
@@ -94,6 +113,8 @@ class Controller:
             min_job_age=float(self.conf.get("MinJobAge") or 300),
             max_array_size=int(self.conf.get("MaxArraySize") or 1001),
             first_job_id=int(self.conf.get("FirstJobId") or 1),
+            priority_policy=priority_policy(self.conf),
+            priority_calc_period=_seconds(self.conf.get("PriorityCalcPeriod"), 300.0),
         )
         self.replays = wire.ReplayGuard()
         self.ctx = zmq.Context()
@@ -117,6 +138,7 @@ class Controller:
             "step_complete": self.on_step_complete,
             "job_complete": self.on_job_complete,
             "acct_query": self.on_acct_query,
+            "priority_factors": self.on_priority_factors,
             "config": self.on_config,
             "ping": lambda header, msg, ident: {"ok": True},
             "node_register": self.on_node_register,
@@ -355,6 +377,12 @@ class Controller:
         from plurm.corescheduler.accounting import query
 
         return protocol.encode(query(self.state, msg))
+
+    def on_priority_factors(self, header: dict, msg: protocol.PriorityFactorsRequest, ident: bytes) -> Any:
+        weights = getattr(self.state.priority_policy, "weights", None)
+        return {"jobs": self.state.priority_factors(time.time()),
+                "weights": protocol.to_builtins(weights) if weights is not None else {},
+                "type": self.conf.get("PriorityType") or "priority/basic"}
 
     def on_config(self, header: dict, msg: protocol.ConfigRequest, ident: bytes) -> Any:
         return {"options": self.conf.options, "path": self.conf_path, "cluster": self.state.cluster_name}

@@ -141,6 +141,7 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     last_sched_eval: float | None = None
     cancel_state: str | None = None  # the state to record when plurmd reports the end
     cancel_uid: int | None = None  # who cancelled it (sacct: "CANCELLED by UID")
+    priority_set: bool = False  # set by an administrator (scontrol update Priority=): kept as is
     # Transition log: (time, state, reason) whenever either changed ("why is my job in this state?").
     events: list[tuple[float, str, str]] = []
 

@@ -100,6 +100,10 @@ class ConfigRequest(Msg):
     pass
 
 
+class PriorityFactorsRequest(Msg):
+    """sprio: pending jobs' priorities and their weighted factors."""
+
+
 class Ping(Msg):
     pass
 
@@ -222,6 +226,7 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "job_complete": JobComplete,
     "acct_query": AcctQuery,
     "config": ConfigRequest,
+    "priority_factors": PriorityFactorsRequest,
     "ping": Ping,
     "node_register": NodeRegister,
     "node_ping": NodePing,

@@ -29,12 +29,12 @@ from plurm.corescheduler.scheduler import (
     SubmitRefused,
     demand_of,
 )
+from plurm.corescheduler.priority import BasicPriority, ClusterShape
 from plurm.corescheduler.store import StateStore
 
 log = logging.getLogger("plurmctld")
 
-# priority/basic: first come, first served; a held job has priority 0.
-BASE_PRIORITY = 4294901760
+PRIORITY_CALC_PERIOD_S = 300.0  # PriorityCalcPeriod: how often pending jobs' priorities are recomputed
 MAX_ARRAY_SIZE = 1001
 UNLIMITED_RUN_MINUTES = 365 * 24 * 60
 MAX_JOB_EVENTS = 32
@@ -69,7 +69,8 @@ class ClusterState:
     def __init__(self, store: StateStore, nodes: dict[str, Node], partitions: dict[str, Partition], *,
                  cluster_name: str, kill_wait: float = 30.0, default_mem_per_cpu: int | None = None,
                  slurmd_timeout: float = 300.0, min_job_age: float = MIN_JOB_AGE_S,
-                 max_array_size: int = MAX_ARRAY_SIZE, first_job_id: int = 1) -> None:
+                 max_array_size: int = MAX_ARRAY_SIZE, first_job_id: int = 1,
+                 priority_policy: Any = None, priority_calc_period: float = PRIORITY_CALC_PERIOD_S) -> None:
         self.store = store
         self.nodes = nodes
         self.partitions = partitions
@@ -85,6 +86,12 @@ class ClusterState:
                 if name in nodes and partition.name not in nodes[name].partitions:
                     nodes[name].partitions.append(partition.name)
         self.scheduler = Scheduler(nodes, partitions, default_mem_per_cpu)
+        # The priority policy (a priority plugin's object): basic unless slurm.conf chose one.
+        self.priority_policy = priority_policy or BasicPriority()
+        self.priority_calc_period = priority_calc_period
+        self.next_priority_calc = time.time() + priority_calc_period
+        self.shape = ClusterShape(len(nodes), sum(n.cpus for n in nodes.values()),
+                                  {p.name: p.priority_job_factor for p in partitions.values()})
         self.jobs: dict[int, Job] = {}
         self.steps: dict[tuple[int, str], StepRecord] = {}
         self.node_seen: dict[str, float] = {}
@@ -184,7 +191,8 @@ class ClusterState:
             time_limit = partition.default_time if partition.default_time is not None else partition.max_time
         now = time.time()
         job = Job(job_id=self.next_job_id, spec=spec, partition=partition.name, time_limit=time_limit,
-                  submit_time=now, priority=BASE_PRIORITY - self.next_job_id)
+                  submit_time=now)
+        job.priority = self.priority_policy.priority(job, now, self.shape)
         if spec.hold:
             job.priority = 0
             job.held_by = "user"
@@ -508,7 +516,7 @@ class ClusterState:
                 if job.held_by == "admin" and uid not in (0, os.getuid()):
                     raise RequestError("Access/permission denied", "AccessDenied")
                 job.held_by = None
-                job.priority = BASE_PRIORITY - job.job_id
+                job.priority = self.priority_policy.priority(job, time.time(), self.shape)
                 job.reason = "None"
             elif lowered == "timelimit":
                 from plurm.grammar.slurmconf import parse_time_limit
@@ -528,6 +536,7 @@ class ClusterState:
                 job.spec.partition = value
             elif lowered == "priority":
                 job.priority = int(value)
+                job.priority_set = True  # an administrator's value: not recomputed
             elif lowered == "nice":
                 job.spec.nice = int(value)
             elif lowered in ("jobname", "name"):
@@ -697,9 +706,36 @@ class ClusterState:
         return out
 
     # ------------------------------------------------------------------ timers
+    def recompute_priorities(self, now: float) -> None:
+        """PriorityCalcPeriod: age moves pending jobs up (multifactor)."""
+        for job in self.jobs.values():
+            if job.state != model.PENDING or job.held_by or job.priority_set:
+                continue
+            priority = self.priority_policy.priority(job, now, self.shape)
+            if priority != job.priority:
+                job.priority = priority
+                self._save(job)
+                self.need_schedule = True
+
+    def priority_factors(self, now: float) -> list[dict[str, Any]]:
+        """What sprio shows: pending jobs' priorities and weighted factors."""
+        weighted = getattr(self.priority_policy, "weighted", None)
+        rows = []
+        for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
+            if job.state != model.PENDING:
+                continue
+            factors = weighted(job, now, self.shape) if weighted else {}
+            rows.append({"job_id": job.job_id, "partition": job.partition, "user": job.spec.user,
+                         "priority": job.priority, "nice": job.spec.nice, "factors": factors,
+                         "array_job_id": job.array_job_id, "array_task_id": job.array_task_id})
+        return rows
+
     def tick(self, now: float | None = None) -> list[Outgoing]:
         now = time.time() if now is None else now
         out: list[Outgoing] = []
+        if now >= self.next_priority_calc:
+            self.next_priority_calc = now + self.priority_calc_period
+            self.recompute_priorities(now)
         for job in list(self.jobs.values()):
             if job.state == model.RUNNING and job.end_time is not None and job.end_time <= now:
                 log.info("job %s reached its time limit", job.job_id)

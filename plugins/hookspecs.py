@@ -14,8 +14,8 @@ typed methods.  Built-in implementations register through these same hooks with
 ``trylast=True``, so a third-party plugin is always consulted first and no code
 relies on registration order.
 
-Hooks still to come (priority, preemption, job submission, accounting) go into
-new sections below, following the same rules.
+Hooks still to come (preemption, job submission, accounting) go into new
+sections below, following the same rules.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from plurm.plugins.types import AccelBackend
+    from plurm.plugins.types import AccelBackend, PriorityPlugin
 
 __all__ = ["PROJECT", "ENTRY_POINT_GROUP", "hookimpl", "hookspec"]
 
@@ -61,4 +61,21 @@ def plurm_register_accel_backends() -> Iterable[AccelBackend]:
     The hook itself must be cheap and must not import vendor libraries: it only
     describes the backend.  Detection, usage and health run later, in a probe
     subprocess with a timeout.
+    """
+
+
+@hookspec
+def plurm_register_priority_plugins() -> Iterable[PriorityPlugin]:
+    """Register job priority policies (``plurm.plugins.types.PriorityPlugin`` records).
+
+    When: once, in plurmctld at start-up, before it loads its jobs; slurm.conf's
+    ``PriorityType=priority/NAME`` selects the record called NAME (``basic`` and
+    ``multifactor`` are built in).  The chosen policy's object then computes every
+    pending job's priority at submission and every ``PriorityCalcPeriod``, in
+    plurmctld's scheduling loop, and ``sprio`` shows its factors.
+
+    Result: every implementation's records are collected (not firstresult).  A name must
+    be unique across all plugins (a duplicate is an error naming the packages); an
+    unknown ``PriorityType`` is an error listing the valid ones.  The factory and the
+    object it returns run inside the controller's loop: they must not block.
     """

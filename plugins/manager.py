@@ -30,7 +30,7 @@ import pluggy
 
 from plurm.plugins import hookspecs
 from plurm.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT
-from plurm.plugins.types import AccelBackend
+from plurm.plugins.types import AccelBackend, PriorityPlugin
 
 __all__ = [
     "BUILTIN_PLUGINS", "DuplicatePluginError", "PluginError", "PluginManager",
@@ -40,7 +40,7 @@ __all__ = [
 log = logging.getLogger("plurm.plugins")
 
 # Modules holding plurm's own hook implementations (all ``trylast=True``).
-BUILTIN_PLUGINS: tuple[str, ...] = ("plurm.accel.backends",)
+BUILTIN_PLUGINS: tuple[str, ...] = ("plurm.accel.backends", "plurm.plugins.priority")
 BUILTIN_PACKAGE = "plurm"
 
 
@@ -77,6 +77,7 @@ class PluginManager:
         # plugin name -> why it could not be loaded
         self.load_errors: dict[str, str] = {}
         self._accel: dict[str, AccelBackend] | None = None
+        self._priority: dict[str, PriorityPlugin] | None = None
         self._trace = _env_flag("PLURM_TRACE_PLUGINS") if trace is None else trace
         if self._trace:
             self._pm.trace.root.setwriter(lambda msg: log.debug("%s", msg.rstrip()))
@@ -124,6 +125,7 @@ class PluginManager:
             self._packages[ep.name] = package
             count += 1
         self._accel = None
+        self._priority = None
         return count
 
     def register(self, plugin: object, name: str | None = None,
@@ -137,12 +139,14 @@ class PluginManager:
             self._packages[registered] = package or registered
             self._pm.check_pending()
         self._accel = None
+        self._priority = None
         return registered
 
     def unregister(self, name: str) -> None:
         self._pm.unregister(name=name)
         self._packages.pop(name, None)
         self._accel = None
+        self._priority = None
 
     def list_plugins(self) -> dict[str, str]:
         """Registered plugin name -> the package that supplied it."""
@@ -171,30 +175,50 @@ class PluginManager:
                 results.append((package, item))
         return results
 
-    def get_accel_backends(self) -> dict[str, AccelBackend]:
-        """Every registered accelerator backend, by name (``plurm_register_accel_backends``).
-
-        Raises ``DuplicatePluginError`` naming the packages when two plugins register
-        the same backend name.
-        """
-        if self._accel is not None:
-            return self._accel
-        found: dict[str, AccelBackend] = {}
+    def _named_records(self, hook_name: str, record_type: type, kind: str) -> dict[str, Any]:
+        """The records of a registration hook by name; a duplicate name is an error
+        naming the packages that supplied it, a record of the wrong type is skipped."""
+        found: dict[str, Any] = {}
         suppliers: dict[str, list[str]] = {}
-        for package, record in self._collect("plurm_register_accel_backends"):
-            if not isinstance(record, AccelBackend):
-                log.warning("plugin package %s returned %r from plurm_register_accel_backends,"
-                            " not an AccelBackend; ignored", package, record)
+        for package, record in self._collect(hook_name):
+            if not isinstance(record, record_type):
+                log.warning("plugin package %s returned %r from %s, not an %s record; ignored",
+                            package, record, hook_name, record_type.__name__)
                 continue
             suppliers.setdefault(record.name, []).append(package)
             found.setdefault(record.name, _with_package(record, package))
         dups = {n: p for n, p in suppliers.items() if len(p) > 1}
         if dups:
             detail = "; ".join(f"{n!r} from {', '.join(sorted(p))}" for n, p in sorted(dups.items()))
-            raise DuplicatePluginError(f"accelerator backend name registered more than once: "
-                                       f"{detail}")
-        self._accel = dict(sorted(found.items()))
+            raise DuplicatePluginError(f"{kind} name registered more than once: {detail}")
+        return dict(sorted(found.items()))
+
+    def get_accel_backends(self) -> dict[str, AccelBackend]:
+        """Every registered accelerator backend, by name (``plurm_register_accel_backends``).
+
+        Raises ``DuplicatePluginError`` naming the packages when two plugins register
+        the same backend name.
+        """
+        if self._accel is None:
+            self._accel = self._named_records("plurm_register_accel_backends", AccelBackend,
+                                              "accelerator backend")
         return self._accel
+
+    def get_priority_plugins(self) -> dict[str, PriorityPlugin]:
+        """Every registered priority plugin, by name (``plurm_register_priority_plugins``)."""
+        if self._priority is None:
+            self._priority = self._named_records("plurm_register_priority_plugins", PriorityPlugin,
+                                                 "priority plugin")
+        return self._priority
+
+    def get_priority_plugin(self, name: str) -> PriorityPlugin:
+        """The plugin that slurm.conf's ``PriorityType=priority/NAME`` selects."""
+        plugins = self.get_priority_plugins()
+        try:
+            return plugins[name]
+        except KeyError:
+            valid = ", ".join(f"priority/{n}" for n in plugins) or "(none registered)"
+            raise UnknownPluginError(f"unknown PriorityType priority/{name} (valid: {valid})") from None
 
     def accel_backend_names(self) -> list[str]:
         return list(self.get_accel_backends())

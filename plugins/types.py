@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Union
 if TYPE_CHECKING:  # the model is plain data; no import cost at run time
     from plurm.accel.model import Device
 
-__all__ = ["AccelBackend", "Ref", "callable_path", "resolve"]
+__all__ = ["AccelBackend", "PriorityPlugin", "Ref", "callable_path", "resolve"]
 
 # A callable, or "module:qualname" naming one.
 Ref = Union[str, Callable[..., Any]]
@@ -71,6 +71,24 @@ class AccelBackend:
             if not (callable(getattr(self, attr)) or isinstance(getattr(self, attr), str)):
                 raise TypeError(f"AccelBackend {self.name!r}: {attr} must be a callable "
                                 "or a 'module:function' path")
+
+
+@dataclass(frozen=True)
+class PriorityPlugin:
+    """A job priority policy, as returned by ``plurm_register_priority_plugins``.
+
+    name:    what slurm.conf selects: ``PriorityType=priority/NAME`` (``basic``, ``multifactor``)
+    factory: called once in plurmctld with the parsed slurm.conf (``plurm.grammar.slurmconf.SlurmConf``);
+             returns an object with ``factors(job, now, cluster) -> dict[str, float]`` (each factor
+             in [0, 1], keyed like sprio's columns: age, fairshare, jobsize, partition, qos, site)
+             and ``priority(job, now, cluster) -> int``.  ``cluster`` is a
+             ``plurm.corescheduler.priority.ClusterShape`` (total nodes and CPUs, partitions).
+    """
+
+    name: str
+    factory: Ref
+    description: str = ""
+    package: str = field(default="", compare=False)
 
 
 def resolve(ref: Ref) -> Callable[..., Any]:
