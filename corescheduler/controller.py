@@ -67,6 +67,7 @@ def partitions_from_conf(conf) -> dict[str, Partition]:
             oversubscribe=pc.oversubscribe, def_mem_per_cpu=pc.def_mem_per_cpu,
             max_mem_per_cpu=pc.max_mem_per_cpu, hidden=pc.hidden, allow_accounts=pc.allow_accounts,
             allow_groups=pc.allow_groups, allow_qos=pc.allow_qos,
+            preempt_mode=pc.raw.get("PreemptMode"), grace_time=int(pc.raw.get("GraceTime") or 0),
         )
         for pc in conf.partitions.values()
     }
@@ -79,6 +80,15 @@ def priority_policy(conf: Any) -> Any:
 
     kind = (conf.get("PriorityType") or "priority/basic").split("/", 1)[-1]
     return resolve(get_plugin_manager().get_priority_plugin(kind).factory)(conf)
+
+
+def preempt_policy(conf: Any) -> Any:
+    """The policy object of the preemption plugin slurm.conf's PreemptType names."""
+    from plurm.plugins.manager import get_plugin_manager
+    from plurm.plugins.types import resolve
+
+    kind = (conf.get("PreemptType") or "preempt/none").split("/", 1)[-1]
+    return resolve(get_plugin_manager().get_preempt_plugin(kind).factory)(conf)
 
 
 def _seconds(value: str | None, default: float) -> float:
@@ -114,6 +124,9 @@ class Controller:
             max_array_size=int(self.conf.get("MaxArraySize") or 1001),
             first_job_id=int(self.conf.get("FirstJobId") or 1),
             priority_policy=priority_policy(self.conf),
+            preempt_policy=preempt_policy(self.conf),
+            preempt_mode=(self.conf.get("PreemptMode") or "OFF"),
+            preempt_exempt_s=_seconds(self.conf.get("PreemptExemptTime"), 0.0),
             priority_calc_period=_seconds(self.conf.get("PriorityCalcPeriod"), 300.0),
         )
         self.replays = wire.ReplayGuard()

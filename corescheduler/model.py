@@ -241,3 +241,5 @@ class Partition(msgspec.Struct, kw_only=True, omit_defaults=True):
     allow_accounts: list[str] | None = None
     allow_groups: list[str] | None = None
     allow_qos: list[str] | None = None
+    preempt_mode: str | None = None  # None: the cluster's PreemptMode
+    grace_time: int = 0  # seconds between SIGTERM and SIGKILL for a preempted job

@@ -18,6 +18,7 @@ from typing import Any
 from plurm.corescheduler import model
 from plurm.corescheduler.model import Job, JobSpec, Node, Partition, StepRecord
 from plurm.corescheduler.scheduler import (
+    REASON_RESOURCES,
     REASON_BEGIN_TIME,
     REASON_DEPENDENCY,
     REASON_DEP_NEVER,
@@ -29,6 +30,8 @@ from plurm.corescheduler.scheduler import (
     SubmitRefused,
     demand_of,
 )
+from plurm.corescheduler import preempt
+from plurm.corescheduler.preempt import NoPreemption
 from plurm.corescheduler.priority import BasicPriority, ClusterShape
 from plurm.corescheduler.store import StateStore
 
@@ -70,7 +73,8 @@ class ClusterState:
                  cluster_name: str, kill_wait: float = 30.0, default_mem_per_cpu: int | None = None,
                  slurmd_timeout: float = 300.0, min_job_age: float = MIN_JOB_AGE_S,
                  max_array_size: int = MAX_ARRAY_SIZE, first_job_id: int = 1,
-                 priority_policy: Any = None, priority_calc_period: float = PRIORITY_CALC_PERIOD_S) -> None:
+                 priority_policy: Any = None, priority_calc_period: float = PRIORITY_CALC_PERIOD_S,
+                 preempt_policy: Any = None, preempt_mode: str = "OFF", preempt_exempt_s: float = 0.0) -> None:
         self.store = store
         self.nodes = nodes
         self.partitions = partitions
@@ -89,6 +93,9 @@ class ClusterState:
         # The priority policy (a priority plugin's object): basic unless slurm.conf chose one.
         self.priority_policy = priority_policy or BasicPriority()
         self.priority_calc_period = priority_calc_period
+        self.preempt_policy = preempt_policy or NoPreemption()
+        self.preempt_mode = preempt_mode
+        self.preempt_exempt_s = preempt_exempt_s
         self.next_priority_calc = time.time() + priority_calc_period
         self.shape = ClusterShape(len(nodes), sum(n.cpus for n in nodes.values()),
                                   {p.name: p.priority_job_factor for p in partitions.values()})
@@ -283,8 +290,10 @@ class ClusterState:
         now = time.time() if now is None else now
         self.need_schedule = False
         candidates: list[tuple[Job, Demand]] = []
+        # As Slurm: a higher PriorityTier partition's jobs are evaluated first, then by priority.
+        tiers = {p.name: p.priority_tier for p in self.partitions.values()}
         pending = sorted((j for j in self.jobs.values() if j.state == model.PENDING),
-                         key=lambda j: (-j.priority, j.job_id))
+                         key=lambda j: (-tiers.get(j.partition, 0), -j.priority, j.job_id))
         running_tasks: dict[int, int] = {}
         for job in self.jobs.values():
             if job.array_job_id is not None and job.state == model.RUNNING:
@@ -316,6 +325,9 @@ class ClusterState:
         before = {job.job_id: job.reason for job, _ in candidates}
         starts = self.scheduler.schedule(candidates, now)
         out: list[Outgoing] = []
+        for job, demand in candidates:
+            if job.state == model.PENDING and job.reason == REASON_RESOURCES:
+                out.extend(self._preempt_for(job, demand, now))
         for start in starts:
             job = start.job
             if job.array_pending and len(job.array_pending) > 1:
@@ -329,6 +341,70 @@ class ClusterState:
             if job.state == model.PENDING and before.pop(job.job_id, job.reason) != job.reason:
                 self._save(job)
         return out
+
+    def _preempt_for(self, job: Job, demand: Demand, now: float) -> list[Outgoing]:
+        """Preempt the fewest lower-tier running jobs that make room for ``job``, if any do."""
+        partition = self.partitions.get(job.partition)
+        if partition is None:
+            return []
+        running = [j for j in self.jobs.values() if j.state == model.RUNNING]
+        # Jobs already on their way out for a preemption free their resources soon:
+        # count them as free, so that one waiting job never preempts more than it needs.
+        leaving = [j for j in self.jobs.values()
+                   if j.completing and j.cancel_state in (model.PREEMPTED, "REQUEUE")]
+        victims: list[Job] = []
+        for gone in leaving:
+            self.scheduler.release(gone)
+            victims.append(gone)
+        self.scheduler.prepare()
+        placed = self.scheduler.try_place(demand, partition) if leaving else None
+        if placed is not None:
+            for gone in leaving:
+                self.scheduler.allocate(Allocation(gone.nodes, gone.cpus, gone.mem, gone.tasks, gone.gres_alloc))
+            return []
+        for victim in self.preempt_policy.candidates(job, running, self.partitions, now, self.preempt_exempt_s):
+            if preempt.mode_of(self.partitions.get(victim.partition), self.preempt_mode) not in preempt.SUPPORTED_MODES:
+                continue
+            self.scheduler.release(victim)  # tentatively: put back below
+            victims.append(victim)
+            self.scheduler.prepare()
+            placed = self.scheduler.try_place(demand, partition)
+            if placed is not None:
+                break
+        for victim in victims:
+            self.scheduler.allocate(Allocation(victim.nodes, victim.cpus, victim.mem, victim.tasks, victim.gres_alloc))
+        if placed is None:
+            return []
+        out: list[Outgoing] = []
+        for victim in victims[len(leaving):]:
+            mode = preempt.mode_of(self.partitions.get(victim.partition), self.preempt_mode)
+            grace = self.partitions[victim.partition].grace_time if victim.partition in self.partitions else 0
+            log.info("job %s preempts job %s (%s)", job.job_id, victim.job_id, mode)
+            victim.cancel_state = model.PREEMPTED if mode == preempt.CANCEL else "REQUEUE"
+            if mode == preempt.CANCEL:
+                victim.state = model.PREEMPTED
+            victim.completing = True
+            victim.reason = f"Preempted by {job.job_id}"
+            self._save(victim)
+            body = dict(self.terminate_body(victim), kill_wait=float(grace))
+            out.extend(Outgoing(n, "terminate_job", body) for n in victim.nodes)
+        return out
+
+    def _requeue(self, job: Job, now: float) -> None:
+        """A preempted job goes back to the queue: same id, one more restart."""
+        self.scheduler.release(job)
+        for name in job.nodes:
+            self.nodes[name].last_busy_time = now
+        job.state = model.PENDING
+        job.completing = False
+        job.cancel_state = None
+        job.restarts += 1
+        job.nodes, job.cpus, job.mem, job.tasks, job.gres_alloc = [], [], [], [], []
+        job.start_time = job.end_time = None
+        job.reason = "None"
+        job.priority = self.priority_policy.priority(job, now, self.shape)
+        self._save(job)
+        self.need_schedule = True
 
     def _split_array_task(self, meta: Job) -> Job:
         task_id = meta.array_pending.pop(0)
@@ -400,9 +476,12 @@ class ClusterState:
             step.end_time = end
             step.exit_code, step.exit_signal = exit_code, exit_signal
             step.tres_usage_max, step.tres_usage_ave = dict(usage_max or {}), dict(usage_ave or {})
-            step.state = model.CANCELLED if state == model.CANCELLED else (
+            step.state = model.CANCELLED if state in (model.CANCELLED, model.PREEMPTED, "REQUEUE") else (
                 model.FAILED if exit_code or exit_signal else model.COMPLETED)
             self.store.put_acct_step(step)
+        if state == "REQUEUE":
+            self._requeue(job, end)
+            return []
         out = self._finish(job, state, end, exit_code, exit_signal)
         # Steps that may still run on the other nodes of the allocation.
         out.extend(Outgoing(n, "terminate_job", self.terminate_body(job))

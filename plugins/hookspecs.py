@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from plurm.plugins.types import AccelBackend, PriorityPlugin
+    from plurm.plugins.types import AccelBackend, PreemptPlugin, PriorityPlugin
 
 __all__ = ["PROJECT", "ENTRY_POINT_GROUP", "hookimpl", "hookspec"]
 
@@ -78,4 +78,20 @@ def plurm_register_priority_plugins() -> Iterable[PriorityPlugin]:
     be unique across all plugins (a duplicate is an error naming the packages); an
     unknown ``PriorityType`` is an error listing the valid ones.  The factory and the
     object it returns run inside the controller's loop: they must not block.
+    """
+
+
+@hookspec
+def plurm_register_preempt_plugins() -> Iterable[PreemptPlugin]:
+    """Register preemption policies (``plurm.plugins.types.PreemptPlugin`` records).
+
+    When: once, in plurmctld at start-up; slurm.conf's ``PreemptType=preempt/NAME``
+    selects the record called NAME (``none`` and ``partition_prio`` are built in).  In
+    every scheduling pass of plurmctld, for a pending job that waits for resources, the
+    chosen policy names the running jobs it may preempt; the controller preempts the
+    fewest that make room, as the preempted jobs' PreemptMode says (CANCEL, REQUEUE).
+
+    Result: every implementation's records are collected (not firstresult).  A name must
+    be unique across all plugins; an unknown ``PreemptType`` is an error listing the valid
+    ones.  The policy runs inside the controller's loop: it must not block.
     """

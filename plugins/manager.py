@@ -30,7 +30,7 @@ import pluggy
 
 from plurm.plugins import hookspecs
 from plurm.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT
-from plurm.plugins.types import AccelBackend, PriorityPlugin
+from plurm.plugins.types import AccelBackend, PreemptPlugin, PriorityPlugin
 
 __all__ = [
     "BUILTIN_PLUGINS", "DuplicatePluginError", "PluginError", "PluginManager",
@@ -40,7 +40,7 @@ __all__ = [
 log = logging.getLogger("plurm.plugins")
 
 # Modules holding plurm's own hook implementations (all ``trylast=True``).
-BUILTIN_PLUGINS: tuple[str, ...] = ("plurm.accel.backends", "plurm.plugins.priority")
+BUILTIN_PLUGINS: tuple[str, ...] = ("plurm.accel.backends", "plurm.plugins.priority", "plurm.plugins.preempt")
 BUILTIN_PACKAGE = "plurm"
 
 
@@ -78,6 +78,7 @@ class PluginManager:
         self.load_errors: dict[str, str] = {}
         self._accel: dict[str, AccelBackend] | None = None
         self._priority: dict[str, PriorityPlugin] | None = None
+        self._preempt: dict[str, PreemptPlugin] | None = None
         self._trace = _env_flag("PLURM_TRACE_PLUGINS") if trace is None else trace
         if self._trace:
             self._pm.trace.root.setwriter(lambda msg: log.debug("%s", msg.rstrip()))
@@ -126,6 +127,7 @@ class PluginManager:
             count += 1
         self._accel = None
         self._priority = None
+        self._preempt = None
         return count
 
     def register(self, plugin: object, name: str | None = None,
@@ -140,6 +142,7 @@ class PluginManager:
             self._pm.check_pending()
         self._accel = None
         self._priority = None
+        self._preempt = None
         return registered
 
     def unregister(self, name: str) -> None:
@@ -147,6 +150,7 @@ class PluginManager:
         self._packages.pop(name, None)
         self._accel = None
         self._priority = None
+        self._preempt = None
 
     def list_plugins(self) -> dict[str, str]:
         """Registered plugin name -> the package that supplied it."""
@@ -210,6 +214,22 @@ class PluginManager:
             self._priority = self._named_records("plurm_register_priority_plugins", PriorityPlugin,
                                                  "priority plugin")
         return self._priority
+
+    def get_preempt_plugins(self) -> dict[str, PreemptPlugin]:
+        """Every registered preemption policy, by name (``plurm_register_preempt_plugins``)."""
+        if self._preempt is None:
+            self._preempt = self._named_records("plurm_register_preempt_plugins", PreemptPlugin,
+                                                "preemption plugin")
+        return self._preempt
+
+    def get_preempt_plugin(self, name: str) -> PreemptPlugin:
+        """The policy that slurm.conf's ``PreemptType=preempt/NAME`` selects."""
+        plugins = self.get_preempt_plugins()
+        try:
+            return plugins[name]
+        except KeyError:
+            valid = ", ".join(f"preempt/{n}" for n in plugins) or "(none registered)"
+            raise UnknownPluginError(f"unknown PreemptType preempt/{name} (valid: {valid})") from None
 
     def get_priority_plugin(self, name: str) -> PriorityPlugin:
         """The plugin that slurm.conf's ``PriorityType=priority/NAME`` selects."""

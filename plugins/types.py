@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Union
 if TYPE_CHECKING:  # the model is plain data; no import cost at run time
     from plurm.accel.model import Device
 
-__all__ = ["AccelBackend", "PriorityPlugin", "Ref", "callable_path", "resolve"]
+__all__ = ["AccelBackend", "PreemptPlugin", "PriorityPlugin", "Ref", "callable_path", "resolve"]
 
 # A callable, or "module:qualname" naming one.
 Ref = Union[str, Callable[..., Any]]
@@ -83,6 +83,24 @@ class PriorityPlugin:
              in [0, 1], keyed like sprio's columns: age, fairshare, jobsize, partition, qos, site)
              and ``priority(job, now, cluster) -> int``.  ``cluster`` is a
              ``plurm.corescheduler.priority.ClusterShape`` (total nodes and CPUs, partitions).
+    """
+
+    name: str
+    factory: Ref
+    description: str = ""
+    package: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class PreemptPlugin:
+    """A preemption policy, as returned by ``plurm_register_preempt_plugins``.
+
+    name:    what slurm.conf selects: ``PreemptType=preempt/NAME`` (``none``, ``partition_prio``)
+    factory: called once in plurmctld with the parsed slurm.conf; returns an object with
+             ``candidates(job, running, partitions, now, exempt_s) -> list[Job]``: the running
+             jobs that may be preempted for the pending ``job``, in the order to take them
+             (the controller takes the fewest that make room, and never a job of an equal
+             or higher tier when the policy is partition_prio).
     """
 
     name: str

@@ -1,0 +1,62 @@
+"""Preemption policies: which running jobs may make room for a waiting one (sans-IO).
+
+``PreemptType=preempt/partition_prio``: a pending job of a partition with a higher
+PriorityTier may preempt running jobs of partitions with a lower tier, lowest tier and
+youngest first, never a job of an equal or higher tier.  ``preempt/none`` preempts
+nothing.  What happens to a preempted job is its partition's ``PreemptMode`` (else the
+cluster's): CANCEL ends it as PREEMPTED, REQUEUE puts it back in the queue with the same
+id and one more restart.  Both first send SIGCONT and SIGTERM, and SIGKILL after the
+partition's GraceTime.  (SUSPEND and preempt/qos need gang scheduling and the QOS store:
+not yet.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plurm.corescheduler.model import RUNNING, Job, Partition
+
+CANCEL = "CANCEL"
+REQUEUE = "REQUEUE"
+SUPPORTED_MODES = (CANCEL, REQUEUE)
+
+
+class NoPreemption:
+    def __init__(self, conf: Any = None) -> None:
+        pass
+
+    def candidates(self, job: Job, running: list[Job], partitions: dict[str, Partition], now: float,
+                   exempt_s: float) -> list[Job]:
+        return []
+
+
+class PartitionPrioPreemption:
+    """preempt/partition_prio."""
+
+    def __init__(self, conf: Any = None) -> None:
+        pass
+
+    def candidates(self, job: Job, running: list[Job], partitions: dict[str, Partition], now: float,
+                   exempt_s: float) -> list[Job]:
+        mine = partitions.get(job.partition)
+        if mine is None:
+            return []
+        tier = mine.priority_tier
+        found = []
+        for other in running:
+            theirs = partitions.get(other.partition)
+            if theirs is None or theirs.priority_tier >= tier:
+                continue  # never a job of an equal or higher tier
+            if other.state != RUNNING or other.completing or other.cancel_state:
+                continue
+            if other.start_time is not None and now - other.start_time < exempt_s:
+                continue  # PreemptExemptTime
+            found.append(other)
+        # Lowest tier first, then the youngest (least work lost).
+        found.sort(key=lambda j: (partitions[j.partition].priority_tier, -(j.start_time or 0.0)))
+        return found
+
+
+def mode_of(partition: Partition | None, default: str) -> str:
+    mode = (partition.preempt_mode if partition and partition.preempt_mode else default or "OFF").upper()
+    return mode.split(",", 1)[0]
