@@ -95,6 +95,8 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     gres: str | None = None  # raw --gres / --gpus form, kept for display
     # Structured GRES request (corescheduler/gres.py): {"name", "type", "count", "per": node|task|job}
     gres_req: list[dict[str, str | int | None]] = []
+    constraint: str | None = None  # --constraint over node Features
+    contiguous: bool = False
     cpus_per_gpu: int | None = None
     mem_per_gpu: int | None = None  # MB
     comment: str | None = None

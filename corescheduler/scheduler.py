@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from plurm import corescheduler
+from plurm.corescheduler import constraint as constraints
 from plurm.corescheduler import gres
 from plurm.corescheduler.model import Job, JobSpec, Node, Partition
 
@@ -79,6 +80,8 @@ class Demand:
     req_nodes: list[str] = field(default_factory=list)
     exc_nodes: list[str] = field(default_factory=list)
     gres: list[gres.GresNeed] = field(default_factory=list)  # what every allocated node must hold
+    constraint: constraints.Constraint | None = None  # --constraint over node Features
+    contiguous: bool = False
 
 
 def demand_of(spec: JobSpec, partition: Partition | None, default_mem_per_cpu: int | None) -> Demand:
@@ -114,7 +117,22 @@ def demand_of(spec: JobSpec, partition: Partition | None, default_mem_per_cpu: i
         exclusive=spec.exclusive,
         req_nodes=list(spec.req_nodes),
         exc_nodes=list(spec.exc_nodes),
+        constraint=_parse_constraint(spec.constraint) if spec.constraint else None,
+        contiguous=spec.contiguous,
     )
+
+
+_constraint_cache: dict[str, constraints.Constraint] = {}
+
+
+def _parse_constraint(expression: str) -> constraints.Constraint:
+    """Parsed once per expression: many jobs share few constraints."""
+    parsed = _constraint_cache.get(expression)
+    if parsed is None:
+        if len(_constraint_cache) > 4096:
+            _constraint_cache.clear()
+        parsed = _constraint_cache[expression] = constraints.parse(expression)
+    return parsed
 
 
 class Scheduler:
@@ -131,6 +149,7 @@ class Scheduler:
         self.free_mem = [n.real_memory - n.alloc_mem for n in nodes.values()]
         self.total_cpus = [n.cpus for n in nodes.values()]
         self.units = [gres.node_units(n.gres) for n in nodes.values()]
+        self._features = [frozenset(n.features) for n in nodes.values()]
         self.gres_used: list[dict[str, set[int]]] = [{} for _ in self._names]
 
     # -- allocation bookkeeping
@@ -181,6 +200,14 @@ class Scheduler:
                 raise SubmitRefused("Requested node configuration is not available")
         if not members:
             raise SubmitRefused("Requested node configuration is not available")
+        if spec.constraint:
+            try:
+                wanted = _parse_constraint(spec.constraint).features()
+            except constraints.ConstraintError:
+                raise SubmitRefused("Invalid feature specification") from None
+            known = {f for n in self.nodes.values() for f in n.features}
+            if not wanted <= known:
+                raise SubmitRefused("Invalid feature specification")
         for need in demand.gres:
             if not any(need.name in units for units in self.units):
                 raise SubmitRefused("Requested node configuration is not available",
@@ -205,6 +232,8 @@ class Scheduler:
             return REASON_PARTITION_TIME
         if partition.max_nodes is not None and demand.nodes_min > partition.max_nodes:
             return REASON_PARTITION_NODES
+        if partition.min_nodes and (demand.nodes_max or demand.nodes_min) < partition.min_nodes:
+            return REASON_PARTITION_NODES
         count, biggest, cpus = self._shape[partition.name]
         if demand.nodes_min > count or demand.cpus_per_task > biggest:
             return REASON_PARTITION_CONFIG
@@ -214,12 +243,29 @@ class Scheduler:
 
     # -- the main pass
     def try_place(self, demand: Demand, partition: Partition) -> Allocation | None:
+        """Nodes for ``demand`` now, trying each alternative of its --constraint."""
+        if demand.constraint is None:
+            return self._place(demand, partition, None)
+        for alternative in demand.constraint.alternatives:
+            alloc = self._place(demand, partition, alternative)
+            if alloc is not None:
+                return alloc
+        return None
+
+    def _place(self, demand: Demand, partition: Partition, alternative: constraints.Alternative | None
+               ) -> Allocation | None:
         exclude = set(demand.exc_nodes)
         order = [i for i in self._pref
                  if self._names[i] in self._members[partition.name] and self._names[i] not in exclude
                  and self.usable(self.nodes[self._names[i]])]
         if demand.gres:
             order = [i for i in order if gres.fits(self.units[i], self.gres_used[i], demand.gres)]
+        if alternative is not None:
+            feats = self._features
+            order = [i for i in order if alternative.node_ok(feats[i])]
+            if alternative.counts:
+                # Nodes with counted features first, so the counts are met if they can be.
+                order.sort(key=lambda i: -sum(1 for f in alternative.counts if f in feats[i]))
         if demand.req_nodes:
             # Required nodes first (in their preference order), all of them must be chosen.
             required = {self._index[n] for n in demand.req_nodes if n in self._index}
@@ -229,13 +275,17 @@ class Scheduler:
             nodes_min = max(demand.nodes_min, len(required))
         else:
             nodes_min = demand.nodes_min
-        result = corescheduler.placement.place(
-            self.free_cpus, self.free_mem, self.total_cpus, order, nodes_min, demand.nodes_max,
-            demand.ntasks, demand.cpus_per_task, demand.ntasks_per_node, demand.mem_per_node,
-            demand.mem_per_cpu, 1 if demand.exclusive else 0)
+        result = self._kernel(demand, order, nodes_min)
         if result is None:
             return None
         indices, tasks = result
+        # An allocation lists its nodes in slurm.conf order (the batch host is the first), as Slurm's.
+        pairs = sorted(zip(indices, tasks))
+        indices, tasks = [i for i, _ in pairs], [t for _, t in pairs]
+        if alternative is not None and alternative.counts:
+            for feature, count in alternative.counts.items():
+                if sum(1 for i in indices if feature in self._features[i]) < count:
+                    return None
         if demand.req_nodes and not {self._index[n] for n in demand.req_nodes}.issubset(indices):
             return None
         names = [self._names[i] for i in indices]
@@ -257,6 +307,27 @@ class Scheduler:
                     return None
                 picked.append(units)
         return Allocation(names, cpus, mem, tasks, picked)
+
+    def _kernel(self, demand: Demand, order: list[int], nodes_min: int):
+        place = corescheduler.placement.place
+        args = (demand.ntasks, demand.cpus_per_task, demand.ntasks_per_node, demand.mem_per_node,
+                demand.mem_per_cpu, 1 if demand.exclusive else 0)
+        if not demand.contiguous:
+            return place(self.free_cpus, self.free_mem, self.total_cpus, order, nodes_min, demand.nodes_max, *args)
+        # --contiguous: nodes next to each other in slurm.conf order; try each starting node.
+        usable = sorted(order)
+        for start in range(len(usable)):
+            run = [usable[start]]
+            for i in usable[start + 1:]:
+                if i != run[-1] + 1:
+                    break
+                run.append(i)
+            if len(run) < nodes_min:
+                continue
+            result = place(self.free_cpus, self.free_mem, self.total_cpus, run, nodes_min, demand.nodes_max, *args)
+            if result is not None and sorted(result[0]) == list(range(min(result[0]), min(result[0]) + len(result[0]))):
+                return result
+        return None
 
     def prepare(self) -> None:
         """Per-pass caches of the partitions' shapes (configuration may change between passes)."""

@@ -182,6 +182,7 @@ class ClusterState:
         spec.user = user_name(uid)
         if spec.ntasks is not None and spec.ntasks < 1:
             raise RequestError("Invalid number of tasks", "InvalidTasks")
+        self._check_access(partition, spec, uid, gid)
         try:
             self.scheduler.validate(spec, partition)
         except SubmitRefused as exc:
@@ -223,6 +224,23 @@ class ClusterState:
         self._save(job)
         self.need_schedule = True
         return job, warnings
+
+    @staticmethod
+    def _check_access(partition: Partition, spec: JobSpec, uid: int, gid: int) -> None:
+        """The partition's AllowGroups / AllowAccounts / AllowQos (None: ALL)."""
+        if partition.allow_groups is not None and uid != 0:
+            import grp
+
+            try:
+                mine = {grp.getgrgid(g).gr_name for g in os.getgrouplist(user_name(uid), gid)}
+            except (KeyError, OSError):
+                mine = set()
+            if not mine & set(partition.allow_groups):
+                raise RequestError("User's group not permitted to use this partition", "AccessDenied")
+        if partition.allow_accounts is not None and (spec.account or "") not in partition.allow_accounts:
+            raise RequestError("Invalid account or account/partition combination specified", "InvalidAccount")
+        if partition.allow_qos is not None and spec.qos and spec.qos not in partition.allow_qos:
+            raise RequestError("Invalid qos specification", "InvalidQos")
 
     def test_start(self, job: Job) -> tuple[float, Allocation | None]:
         partition = self.partitions[job.partition]

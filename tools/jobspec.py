@@ -11,7 +11,6 @@ start-up path.  Options plurm does not act on yet are kept, as given, in
 from __future__ import annotations
 
 import os
-import socket
 from typing import Any
 
 # Options that become JobSpec fields (or shape the request) rather than other_options.
@@ -21,7 +20,7 @@ _HANDLED = {
     "begin", "dependency", "requeue", "no-requeue", "chdir", "output", "error", "input", "open-mode",
     "export", "array", "comment", "wrap", "parsable", "test-only", "verbose", "quiet", "help", "usage",
     "version", "label", "pty", "overlap", "gres", "gpus", "gpus-per-node", "gpus-per-task", "cpus-per-gpu",
-    "mem-per-gpu",
+    "mem-per-gpu", "constraint", "contiguous",
 }
 
 
@@ -52,7 +51,7 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
                                ("mem", "mem_per_node"), ("mem-per-cpu", "mem_per_cpu"), ("nice", "nice"),
                                ("cpus-per-gpu", "cpus_per_gpu"), ("mem-per-gpu", "mem_per_gpu"),
                                ("output", "stdout"), ("error", "stderr"), ("input", "stdin"),
-                               ("comment", "comment")):
+                               ("comment", "comment"), ("constraint", "constraint")):
         value = options.get(option)
         if value is not None and value is not True:
             spec[field_name] = value
@@ -74,6 +73,8 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
             spec["time_limit"] = minutes
     if options.get("exclusive"):
         spec["exclusive"] = True
+    if options.get("contiguous"):
+        spec["contiguous"] = True
     for option, field_name in (("nodelist", "req_nodes"), ("exclude", "exc_nodes")):
         value = options.get(option)
         if value:
@@ -111,7 +112,7 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
     if gres_req:
         spec["gres_req"] = gres_req
     spec["environment"] = _export_environment(options.get("export"), environ)
-    spec["submit_host"] = socket.gethostname().split(".", 1)[0]
+    spec["submit_host"] = os.uname().nodename.split(".", 1)[0]  # (not `socket`: 3 ms of start-up)
     if script is not None:
         spec["script"] = script
     if command is not None:

@@ -411,8 +411,9 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
         min_mem = f"MinMemoryCPU={mem_exact(per_cpu)}" if per_cpu else "MinMemoryNode=0"
     per_node = spec.get("ntasks_per_node") or 1
     lines.append(f"MinCPUsNode={cpt * per_node} {min_mem} MinTmpDiskNode=0")
-    lines.append("Features=(null) DelayBoot=00:00:00")
-    lines.append(f"OverSubscribe={'NO' if spec.get('exclusive') else 'OK'} Contiguous=0 Licenses=(null) "
+    lines.append(f"Features={spec.get('constraint') or '(null)'} DelayBoot=00:00:00")
+    lines.append(f"OverSubscribe={'NO' if spec.get('exclusive') else 'OK'} "
+                 f"Contiguous={1 if spec.get('contiguous') else 0} Licenses=(null) "
                  "Network=(null)")
     lines.append(f"Command={_null(spec.get('command'))}")
     lines.append(f"WorkDir={spec.get('work_dir', '/')}")
