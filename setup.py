@@ -24,16 +24,10 @@ KERNELS = [
     "corescheduler/_placement_c.py",
 ]
 
+# The user commands are thin scripts in bin/ (see bin/squeue: pip's console-script
+# template imports `re` on every start); the daemons and `plurm` are entry points.
+USER_COMMANDS = ["sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sprio"]
 COMMANDS = [
-    "sbatch=plurm.tools.sbatch:main",
-    "srun=plurm.tools.srun:main",
-    "salloc=plurm.tools.salloc:main",
-    "squeue=plurm.tools.squeue:main",
-    "scancel=plurm.tools.scancel:main",
-    "sinfo=plurm.tools.sinfo:main",
-    "scontrol=plurm.tools.scontrol:main",
-    "sacct=plurm.tools.sacct:main",
-    "sprio=plurm.tools.sprio:main",
     "plurm=plurm.tools.plurm:main",
     "plurmctld=plurm.corescheduler.controller:main",
     "plurmd=plurm.nodeagent.daemon:main",
@@ -131,5 +125,6 @@ setup(
         "opencl": ["pyopencl", "pocl-binary-distribution"],
     },
     entry_points={"console_scripts": COMMANDS},
+    scripts=[f"bin/{name}" for name in USER_COMMANDS],
     zip_safe=False,
 )

@@ -1,6 +1,6 @@
 """Slurm hostlists: ``n[1-3,7],gpu[01-02]`` <-> ``["n1", "n2", "n3", "n7", "gpu01", "gpu02"]``.
 
-This module is on the start-up path of every user command, so it imports only ``re`` and
+This module is on the start-up path of every user command, so it imports only ``re`` (lazily) and
 ``itertools`` (no lark).  ``hostlist.lark`` is the same syntax written as a grammar; a test
 checks that this hand-written tokenizer and the grammar agree on generated inputs.
 
@@ -22,7 +22,7 @@ Slurm 22.05, checked against the real commands, with these deliberate difference
 from __future__ import annotations
 
 import itertools
-import re
+from plurm.grammar.lazyre import lazy
 from collections.abc import Iterable, Iterator
 
 __all__ = [
@@ -50,13 +50,12 @@ class HostlistError(ValueError):
 
 
 # One range inside brackets: "7" or "01-10".
-_RANGE_RE = re.compile(r"([0-9]+)(?:-([0-9]+))?\Z")
+_RANGE_RE = lazy(r"([0-9]+)(?:-([0-9]+))?\Z")
 # A token of an item: literal text, or a bracket group "[...]" (content checked later).
-_TOKEN_RE = re.compile(r"([^\[\]]+)|\[([^\[\]]*)\]")
+_TOKEN_RE = lazy(r"([^\[\]]+)|\[([^\[\]]*)\]")
 # Separators between items (outside brackets): commas and whitespace, as scontrol accepts.
 _SEPARATORS = frozenset(",\t\n\r\f\v ")
 # A host name split into prefix and numeric suffix.
-_NAME_RE = re.compile(r"(.*?)([0-9]*)\Z", re.S)
 
 # A parsed item: literal strings alternating with groups; a group is a list of
 # (lo, hi, width) ranges.  The list always starts and ends with a literal ("" allowed).
@@ -193,24 +192,40 @@ def count(text: str) -> int:
 
 # ---------------------------------------------------------------------------- compress
 
+def _is_digit(c: str) -> bool:
+    return "0" <= c <= "9"  # ASCII only, unlike str.isdigit
+
+
 def _split_name(name: str) -> tuple[str, str]:
-    """(prefix, numeric suffix) of a host name; the suffix is "" when there is none."""
-    m = _NAME_RE.match(name)
-    assert m is not None
-    if len(m.group(2)) > _MAX_DIGITS:
+    """(prefix, numeric suffix) of a host name; the suffix is "" when there is none.
+
+    Plain string scanning, no regular expression: compress() runs in squeue's
+    start-up, where importing `re` alone costs milliseconds."""
+    i = len(name)
+    while i and _is_digit(name[i - 1]):
+        i -= 1
+    if len(name) - i > _MAX_DIGITS:
         return name, ""
-    return m.group(1), m.group(2)
+    return name[:i], name[i:]
 
 
-_DIGITS_RE = re.compile(r"[0-9]+|[^0-9]+")
+def _runs(text: str) -> list[str]:
+    """``text`` cut into alternating runs of ASCII digits and of other characters."""
+    runs: list[str] = []
+    start = 0
+    for i in range(1, len(text) + 1):
+        if i == len(text) or _is_digit(text[i]) != _is_digit(text[start]):
+            runs.append(text[start:i])
+            start = i
+    return runs
 
 
 def _natural_key(text: str) -> tuple:
     # Natural order like strnatcmp: digit runs compare by value and sort where their first
     # character would ('0'..'9' between '/' and ':'); other characters by code point.
     key: list[tuple[int, int]] = []
-    for run in _DIGITS_RE.findall(text):
-        if "0" <= run[0] <= "9" and len(run) <= _MAX_DIGITS:
+    for run in _runs(text):
+        if _is_digit(run[0]) and len(run) <= _MAX_DIGITS:
             key.append((48, int(run)))
         else:
             key.extend((ord(c), -1) for c in run)

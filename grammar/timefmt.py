@@ -1,11 +1,11 @@
 """Slurm time limits: ``MaxTime=1-12:00:00``, ``--time=90``, and how scontrol prints them.
 
-Imports only ``re`` so the user commands can use it.
+Imports only ``re``, lazily, so the user commands can use it.
 """
 
 from __future__ import annotations
 
-import re
+from plurm.grammar.lazyre import lazy
 
 __all__ = ["format_duration", "format_time_limit", "parse_time_limit"]
 
@@ -13,8 +13,8 @@ _INFINITE = frozenset({"UNLIMITED", "INFINITE", "-1"})
 # days-hours[:minutes[:seconds]]   |   minutes[:seconds]   |   hours:minutes:seconds
 # (at most 9 digits a field: enough for any limit, and no giant int() from a bad value)
 _N = r"([0-9]{1,9})"
-_DAYS_RE = re.compile(rf"{_N}-{_N}(?::{_N}(?::{_N})?)?\Z")
-_CLOCK_RE = re.compile(rf"{_N}(?::{_N}(?::{_N})?)?\Z")
+_DAYS_RE = lazy(rf"{_N}-{_N}(?::{_N}(?::{_N})?)?\Z")
+_CLOCK_RE = lazy(rf"{_N}(?::{_N}(?::{_N})?)?\Z")
 
 
 def parse_time_limit(value: str) -> int | None:

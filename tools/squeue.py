@@ -9,7 +9,7 @@ the client is imported when the request is sent.
 from __future__ import annotations
 
 import os
-import re
+from plurm.grammar.lazyre import lazy
 import sys
 import time
 
@@ -128,7 +128,7 @@ _ALL_STATE_NAMES = (
     "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "COMPLETING", "CONFIGURING", "RESIZING",
     "REVOKED", "SPECIAL_EXIT",
 )
-_JOB_ID_RE = re.compile(r"[0-9]+(_([0-9]+|\[[0-9,\-%]+\]))?(\.[A-Za-z0-9_+]+)?\Z")
+_JOB_ID_RE = lazy(r"[0-9]+(_([0-9]+|\[[0-9,\-%]+\]))?(\.[A-Za-z0-9_+]+)?\Z")
 
 
 class Usage(Exception):
@@ -792,7 +792,11 @@ def _load_error(exc) -> str:
 
 def _needs_default_mem(opts: Options) -> bool:
     fmt = opts.format_long if opts.format_long is not None else (opts.format or "")
-    return "%m" in fmt or bool(re.search(r"%\.?[0-9]*m", fmt)) or "minmemory" in fmt.lower()
+    if "m" not in fmt.lower():
+        return False  # (the common case decides without importing re)
+    import re
+
+    return bool(re.search(r"%\.?[0-9]*m", fmt)) or "minmemory" in fmt.lower()
 
 
 def run_once(opts: Options) -> tuple[list[tuple[str, str]], int]:
