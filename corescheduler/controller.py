@@ -129,6 +129,7 @@ class Controller:
             preempt_exempt_s=_seconds(self.conf.get("PreemptExemptTime"), 0.0),
             priority_calc_period=_seconds(self.conf.get("PriorityCalcPeriod"), 300.0),
         )
+        self.state.kill_invalid_depend = "kill_invalid_depend" in (self.conf.get("SchedulerParameters") or "")
         self.replays = wire.ReplayGuard()
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.ROUTER)

@@ -96,6 +96,7 @@ class ClusterState:
         self.preempt_policy = preempt_policy or NoPreemption()
         self.preempt_mode = preempt_mode
         self.preempt_exempt_s = preempt_exempt_s
+        self.kill_invalid_depend = False  # SchedulerParameters=kill_invalid_depend
         self.next_priority_calc = time.time() + priority_calc_period
         self.shape = ClusterShape(len(nodes), sum(n.cpus for n in nodes.values()),
                                   {p.name: p.priority_job_factor for p in partitions.values()})
@@ -257,11 +258,13 @@ class ClusterState:
         if job.spec.begin_time is not None and job.spec.begin_time > now:
             return REASON_BEGIN_TIME
         if job.spec.dependency:
-            return self._dependency_reason(job)
+            return self._dependency_reason(job, now)
         return None
 
-    def _dependency_reason(self, job: Job) -> str | None:
-        """Evaluate after/afterany/afterok/afternotok/singleton (',' AND, '?' OR)."""
+    def _dependency_reason(self, job: Job, now: float | None = None) -> str | None:
+        """Evaluate after/afterany/afterok/afternotok/aftercorr/singleton (',' AND, '?' OR),
+        with Slurm's ``+minutes`` delay after the condition is met."""
+        now = time.time() if now is None else now
         spec = job.spec.dependency or ""
         any_mode = "?" in spec
         results = []
@@ -275,7 +278,7 @@ class ClusterState:
                 results.append("wait" if others else "ok")
                 continue
             for part in ids.split(":"):
-                part = part.split("+", 1)[0]
+                part, _, delay = part.partition("+")
                 if not part:
                     continue
                 targets = self.find_jobs(part)
@@ -283,7 +286,13 @@ class ClusterState:
                     # Purged jobs: look them up in accounting.
                     results.append(self._dep_from_acct(kind, part))
                     continue
-                results.append(_dep_result(kind, targets))
+                result = _dep_result(kind, targets)
+                if result == "ok" and delay.isdigit():
+                    # after:ID+M: M minutes after it started; the others: after it ended.
+                    mark = [t.start_time if kind == "after" else t.end_time for t in targets]
+                    if any(m is None or now < m + int(delay) * 60 for m in mark):
+                        result = "wait"
+                results.append(result)
         if not results:
             return None
         if any_mode:
@@ -293,6 +302,13 @@ class ClusterState:
         if all(r == "ok" for r in results):
             return None
         return REASON_DEP_NEVER if "never" in results else REASON_DEPENDENCY
+
+    def _kill_invalid_dep(self, job: Job) -> bool:
+        """--kill-on-invalid-dep=yes, or SchedulerParameters=kill_invalid_depend (and not =no)."""
+        choice = job.spec.other_options.get("kill-on-invalid-dep", "").lower()
+        if choice:
+            return choice in ("yes", "true", "1")
+        return self.kill_invalid_depend
 
     def _dep_from_acct(self, kind: str, spec: str) -> str:
         try:
@@ -318,6 +334,11 @@ class ClusterState:
                 running_tasks[job.array_job_id] = running_tasks.get(job.array_job_id, 0) + 1
         for job in pending:
             reason = self._eligible_reason(job, now)
+            if reason == REASON_DEP_NEVER and self._kill_invalid_dep(job):
+                log.info("job %s: dependency never satisfied, cancelled (--kill-on-invalid-dep)", job.job_id)
+                job.reason = reason
+                self._finish(job, model.CANCELLED, now)
+                continue
             if reason is not None:
                 if job.reason != reason:
                     job.reason = reason

@@ -84,3 +84,16 @@ def test_plurm_why_tells_the_story(cluster: Cluster, workdir: Path) -> None:
     steps = [line.split(None, 1)[1] for line in lines if line.startswith("  20")]
     assert steps[0] == "PENDING (JobHeldUser)" and steps[-1] == "COMPLETED"
     assert "RUNNING" in steps
+
+
+def test_dependency_delay_and_kill_on_invalid_dep(cluster: Cluster, workdir: Path) -> None:
+    fails = cluster.sbatch("--wrap", "exit 1", cwd=workdir)
+    cluster.wait_state(fails, "FAILED")
+    doomed = cluster.sbatch(f"--dependency=afterok:{fails}", "--kill-on-invalid-dep=yes", "--wrap", "true",
+                            cwd=workdir)
+    job = cluster.wait_state(doomed, "CANCELLED")
+    assert job["reason"] == "DependencyNeverSatisfied"
+    # +minutes: one minute after the other job ended.
+    waits = cluster.sbatch(f"--dependency=afterany:{fails}+1", "--wrap", "true", cwd=workdir)
+    assert cluster.job(waits)["reason"] == "Dependency"
+    cluster.run("scancel", str(waits), check=True)
