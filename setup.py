@@ -26,7 +26,8 @@ KERNELS = [
 
 # The user commands are thin scripts in bin/ (see bin/squeue: pip's console-script
 # template imports `re` on every start); the daemons and `plurm` are entry points.
-USER_COMMANDS = ["sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sprio"]
+USER_COMMANDS = ["sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sprio", "sshare",
+                 "sacctmgr"]
 COMMANDS = [
     "plurm=plurm.tools.plurm:main",
     "plurmctld=plurm.corescheduler.controller:main",

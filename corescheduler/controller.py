@@ -127,9 +127,11 @@ class Controller:
             preempt_policy=preempt_policy(self.conf),
             preempt_mode=(self.conf.get("PreemptMode") or "OFF"),
             preempt_exempt_s=_seconds(self.conf.get("PreemptExemptTime"), 0.0),
+            decay_half_life_s=_seconds(self.conf.get("PriorityDecayHalfLife"), 7 * 86400.0),
             priority_calc_period=_seconds(self.conf.get("PriorityCalcPeriod"), 300.0),
         )
         self.state.kill_invalid_depend = "kill_invalid_depend" in (self.conf.get("SchedulerParameters") or "")
+        self.state.enforce_associations = "assoc" in (self.conf.get("AccountingStorageEnforce") or "").lower()
         self.replays = wire.ReplayGuard()
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.ROUTER)
@@ -153,6 +155,8 @@ class Controller:
             "job_complete": self.on_job_complete,
             "acct_query": self.on_acct_query,
             "priority_factors": self.on_priority_factors,
+            "acctmgr": self.on_acctmgr,
+            "share_info": self.on_share_info,
             "config": self.on_config,
             "ping": lambda header, msg, ident: {"ok": True},
             "node_register": self.on_node_register,
@@ -397,6 +401,43 @@ class Controller:
         return {"jobs": self.state.priority_factors(time.time()),
                 "weights": protocol.to_builtins(weights) if weights is not None else {},
                 "type": self.conf.get("PriorityType") or "priority/basic"}
+
+    def on_acctmgr(self, header: dict, msg: protocol.AcctMgr, ident: bytes) -> Any:
+        from plurm.corescheduler.associations import AssociationError
+
+        store = self.state.assocs
+        if msg.action != "show" and header["uid"] not in (0, os.getuid()):
+            raise RequestError("Access/permission denied", "AccessDenied")
+        try:
+            if msg.action == "add":
+                for name in msg.names:
+                    if msg.entity == "account":
+                        store.add_account(name, msg.fields.get("parent", "root"), msg.fields.get("description"),
+                                          msg.fields.get("organization"), int(msg.fields.get("fairshare", 1)))
+                    elif msg.entity == "user":
+                        for account in msg.fields.get("account", "").split(","):
+                            if not account:
+                                raise AssociationError("You need to specify an account name")
+                            store.add_user(name, account, msg.fields.get("defaultaccount"),
+                                           int(msg.fields.get("fairshare", 1)))
+                    else:
+                        store.add_qos(name, int(msg.fields.get("priority", 0)),
+                                      int(msg.fields["maxjobsperuser"]) if "maxjobsperuser" in msg.fields else None)
+            elif msg.action == "modify":
+                for name in msg.names:
+                    store.modify(msg.entity, name, msg.fields, msg.where.get("account"))
+            elif msg.action == "delete":
+                for name in msg.names:
+                    store.delete(msg.entity, name)
+        except (AssociationError, ValueError) as exc:
+            raise RequestError(str(exc), "AssociationError") from None
+        if msg.action != "show":
+            self.state.recompute_priorities(time.time())
+        return {"accounts": store.accounts(), "users": store.users(), "qos": store.qos(), "links": store.links(),
+                "cluster": self.state.cluster_name}
+
+    def on_share_info(self, header: dict, msg: protocol.ShareInfoRequest, ident: bytes) -> Any:
+        return {"shares": [protocol.to_builtins(s) for s in self.state.assocs.shares()]}
 
     def on_config(self, header: dict, msg: protocol.ConfigRequest, ident: bytes) -> Any:
         return {"options": self.conf.options, "path": self.conf_path, "cluster": self.state.cluster_name}

@@ -11,12 +11,14 @@ multifactor follows Slurm's documented formula::
 
 with Age (time eligible, capped at PriorityMaxAge), JobSize (nodes and CPUs
 asked, as fractions of the cluster; inverted by PriorityFavorSmall), Partition
-(the partition's PriorityJobFactor over the largest one), and FairShare, QOS and
-Assoc, which are 0 until the association store exists (plurm's issue 4).
+(the partition's PriorityJobFactor over the largest one), FairShare (Fair Tree over
+the association store, corescheduler/associations.py), QOS (its priority over the
+largest) and Assoc (0: association priorities are not kept yet).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,8 @@ class ClusterShape:
     total_nodes: int
     total_cpus: int
     partition_job_factor: dict[str, int]  # PriorityJobFactor per partition
+    fairshare: Callable[[Job], float] | None = None  # Fair Tree factor of a job's association
+    qos: Callable[[Job], float] | None = None  # a job's QOS factor
 
     @property
     def max_job_factor(self) -> int:
@@ -99,8 +103,10 @@ class MultifactorPriority:
         if w.favor_small:
             size = 1.0 - size
         partition = cluster.partition_job_factor.get(job.partition, 1) / cluster.max_job_factor
-        return {"site": 0.0, "age": age, "assoc": 0.0, "fairshare": 0.0, "jobsize": size,
-                "partition": partition, "qos": 0.0}
+        fairshare = cluster.fairshare(job) if cluster.fairshare else 0.0
+        qos = cluster.qos(job) if cluster.qos else 0.0
+        return {"site": 0.0, "age": age, "assoc": 0.0, "fairshare": fairshare, "jobsize": size,
+                "partition": partition, "qos": qos}
 
     def weighted(self, job: Job, now: float, cluster: ClusterShape) -> dict[str, int]:
         """The factors times their weights, as sprio prints them."""

@@ -104,6 +104,20 @@ class PriorityFactorsRequest(Msg):
     """sprio: pending jobs' priorities and their weighted factors."""
 
 
+class AcctMgr(Msg):
+    """sacctmgr: add, modify, delete or show accounts, users (associations) and QOS."""
+
+    action: str  # add | modify | delete | show
+    entity: str  # account | user | qos | assoc
+    names: list[str] = []
+    fields: dict[str, str] = {}  # lower-case keys: parent, description, organization, fairshare, account, ...
+    where: dict[str, str] = {}
+
+
+class ShareInfoRequest(Msg):
+    """sshare: the association tree with shares, usage and fair share factors."""
+
+
 class Ping(Msg):
     pass
 
@@ -227,6 +241,8 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "acct_query": AcctQuery,
     "config": ConfigRequest,
     "priority_factors": PriorityFactorsRequest,
+    "acctmgr": AcctMgr,
+    "share_info": ShareInfoRequest,
     "ping": Ping,
     "node_register": NodeRegister,
     "node_ping": NodePing,

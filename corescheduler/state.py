@@ -31,6 +31,7 @@ from plurm.corescheduler.scheduler import (
     demand_of,
 )
 from plurm.corescheduler import preempt
+from plurm.corescheduler.associations import AssociationStore
 from plurm.corescheduler.preempt import NoPreemption
 from plurm.corescheduler.priority import BasicPriority, ClusterShape
 from plurm.corescheduler.store import StateStore
@@ -74,7 +75,8 @@ class ClusterState:
                  slurmd_timeout: float = 300.0, min_job_age: float = MIN_JOB_AGE_S,
                  max_array_size: int = MAX_ARRAY_SIZE, first_job_id: int = 1,
                  priority_policy: Any = None, priority_calc_period: float = PRIORITY_CALC_PERIOD_S,
-                 preempt_policy: Any = None, preempt_mode: str = "OFF", preempt_exempt_s: float = 0.0) -> None:
+                 preempt_policy: Any = None, preempt_mode: str = "OFF", preempt_exempt_s: float = 0.0,
+                 decay_half_life_s: float = 7 * 86400) -> None:
         self.store = store
         self.nodes = nodes
         self.partitions = partitions
@@ -98,8 +100,12 @@ class ClusterState:
         self.preempt_exempt_s = preempt_exempt_s
         self.kill_invalid_depend = False  # SchedulerParameters=kill_invalid_depend
         self.next_priority_calc = time.time() + priority_calc_period
+        self.assocs = AssociationStore(store.db, decay_half_life_s)
+        self.enforce_associations = False  # AccountingStorageEnforce=associations
         self.shape = ClusterShape(len(nodes), sum(n.cpus for n in nodes.values()),
-                                  {p.name: p.priority_job_factor for p in partitions.values()})
+                                  {p.name: p.priority_job_factor for p in partitions.values()},
+                                  fairshare=lambda job: self.assocs.fairshare(job.spec.account, job.spec.user),
+                                  qos=lambda job: self.assocs.qos_priority(job.spec.qos))
         self.jobs: dict[int, Job] = {}
         self.steps: dict[tuple[int, str], StepRecord] = {}
         self.node_seen: dict[str, float] = {}
@@ -184,6 +190,10 @@ class ClusterState:
         if spec.ntasks is not None and spec.ntasks < 1:
             raise RequestError("Invalid number of tasks", "InvalidTasks")
         self._check_access(partition, spec, uid, gid)
+        if not spec.account:
+            spec.account = self.assocs.default_account(spec.user)
+        if self.enforce_associations and not (spec.account and self.assocs.has_association(spec.user, spec.account)):
+            raise RequestError("Invalid account or account/partition combination specified", "InvalidAccount")
         try:
             self.scheduler.validate(spec, partition)
         except SubmitRefused as exc:
@@ -547,6 +557,9 @@ class ClusterState:
                 step.state = model.CANCELLED
             self.store.put_acct_step(step)
         self.missing_since.pop(job.job_id, None)
+        if was_allocated and job.start_time is not None and job.spec.account:
+            # Fair share usage: CPU-seconds of the association, decayed by PriorityDecayHalfLife.
+            self.assocs.add_usage(job.spec.account, job.spec.user, sum(job.cpus) * max(0.0, end - job.start_time), end)
         self._save(job)
         self.store.put_acct_job(job)
         self.need_schedule = True

@@ -67,6 +67,11 @@ class StateStore:
         self.commit()
         self._dirty = False
 
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The connection, for stores that share this database and its transactions."""
+        return self._db
+
     # -- transactions
     def commit(self) -> None:
         self._db.commit()

@@ -54,3 +54,28 @@ def test_multifactor_priorities_match_slurms(multifactor: Cluster, tmp_path: Pat
 def test_sprio_refuses_basic(cluster: Cluster) -> None:
     proc = cluster.run("sprio")
     assert proc.returncode == 1 and "priority/multifactor" in proc.stderr
+
+
+def test_fair_share_from_the_association_store(multifactor: Cluster, tmp_path: Path) -> None:
+    add = multifactor.run("sacctmgr", "-i", "add", "account", "physics,chemistry", check=True)
+    assert add.stdout == " Adding Account(s)\n  physics\n  chemistry\n"
+    multifactor.run("sacctmgr", "-i", "add", "user", "root", "Account=physics,chemistry",
+                    "DefaultAccount=physics", check=True)
+    accounts = multifactor.run("sacctmgr", "-n", "-P", "show", "account", check=True).stdout.splitlines()
+    assert accounts == ["chemistry|chemistry|chemistry", "physics|physics|physics", "root|default root account|root"]
+    # The default account applies; physics uses CPU time, chemistry does not.
+    used = multifactor.sbatch("-n", "4", "--wrap", "sleep 2", cwd=tmp_path)
+    assert multifactor.wait_state(used, "COMPLETED")["spec"]["account"] == "physics"
+    later = "--begin=now+1hour"
+    phys = multifactor.sbatch(later, "-A", "physics", "--wrap", "true", cwd=tmp_path)
+    chem = multifactor.sbatch(later, "-A", "chemistry", "--wrap", "true", cwd=tmp_path)
+    # Fair Tree: chemistry (no usage) ranks first: factor 1.0; physics 0.5; weight 10000.
+    assert multifactor.job(chem)["priority"] - multifactor.job(phys)["priority"] == 5000
+    sprio = {line.split()[0]: line.split() for line in multifactor.run("sprio", "-h", check=True).stdout.splitlines()}
+    assert sprio[str(chem)][5] == "10000" and sprio[str(phys)][5] == "5000"
+    sshare = multifactor.run("sshare", check=True).stdout.splitlines()
+    assert sshare[:2] == (REFERENCE / "busy_sshare.txt").read_text().splitlines()
+    rows = {(line[:20].strip(), line[21:31].strip()): line for line in sshare[2:]}
+    assert rows[("chemistry", "root")].endswith(" 1.000000 ")
+    assert rows[("physics", "root")].endswith(" 0.500000 ")
+    multifactor.run("scancel", str(phys), str(chem), check=True)
