@@ -153,6 +153,11 @@ class AssociationStore:
         return self.db.execute("SELECT 1 FROM assoc_links WHERE user=? AND account=?", (user, account)).fetchone() \
             is not None
 
+    def qos_limits(self) -> dict[str, int]:
+        """MaxJobsPerUser of each QOS that has one."""
+        return {r[0]: r[1] for r in self.db.execute(
+            "SELECT name, max_jobs_per_user FROM assoc_qos WHERE max_jobs_per_user IS NOT NULL")}
+
     def qos_priority(self, name: str | None) -> float:
         """The QOS factor: its priority over the largest QOS priority."""
         rows = dict(self.db.execute("SELECT name, priority FROM assoc_qos"))

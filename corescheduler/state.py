@@ -339,11 +339,20 @@ class ClusterState:
         pending = sorted((j for j in self.jobs.values() if j.state == model.PENDING),
                          key=lambda j: (-tiers.get(j.partition, 0), -j.priority, j.job_id))
         running_tasks: dict[int, int] = {}
+        qos_limits = self.assocs.qos_limits()
+        running_per_qos: dict[tuple[str, int], int] = {}
         for job in self.jobs.values():
             if job.array_job_id is not None and job.state == model.RUNNING:
                 running_tasks[job.array_job_id] = running_tasks.get(job.array_job_id, 0) + 1
+            if job.state == model.RUNNING and job.spec.qos in qos_limits:
+                key = (job.spec.qos, job.spec.user_id)
+                running_per_qos[key] = running_per_qos.get(key, 0) + 1
         for job in pending:
             reason = self._eligible_reason(job, now)
+            limit = qos_limits.get(job.spec.qos or "")
+            if reason is None and limit is not None and \
+                    running_per_qos.get((job.spec.qos or "", job.spec.user_id), 0) >= limit:
+                reason = "QOSMaxJobsPerUserLimit"
             if reason == REASON_DEP_NEVER and self._kill_invalid_dep(job):
                 log.info("job %s: dependency never satisfied, cancelled (--kill-on-invalid-dep)", job.job_id)
                 job.reason = reason

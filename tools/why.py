@@ -20,6 +20,7 @@ EXPLAIN = {
     "PartitionDown": "its partition is DOWN or DRAIN",
     "PartitionInactive": "its partition is INACTIVE",
     "JobArrayTaskLimit": "its array already runs as many tasks as its %N throttle allows",
+    "QOSMaxJobsPerUserLimit": "its user already runs as many jobs as its QOS's MaxJobsPerUser allows",
     "None": "",
 }
 

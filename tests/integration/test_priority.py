@@ -79,3 +79,13 @@ def test_fair_share_from_the_association_store(multifactor: Cluster, tmp_path: P
     assert rows[("chemistry", "root")].endswith(" 1.000000 ")
     assert rows[("physics", "root")].endswith(" 0.500000 ")
     multifactor.run("scancel", str(phys), str(chem), check=True)
+
+
+def test_qos_max_jobs_per_user(multifactor: Cluster, tmp_path: Path) -> None:
+    multifactor.run("sacctmgr", "-i", "add", "qos", "short", "MaxJobsPerUser=1", "Priority=10", check=True)
+    first = multifactor.sbatch("-q", "short", "--wrap", "sleep 5", cwd=tmp_path)
+    multifactor.wait_state(first, "RUNNING")
+    second = multifactor.sbatch("-q", "short", "--wrap", "true", cwd=tmp_path)
+    assert multifactor.job(second)["reason"] == "QOSMaxJobsPerUserLimit"
+    multifactor.run("scancel", str(first), check=True)
+    multifactor.wait_state(second, "COMPLETED")
