@@ -150,6 +150,8 @@ class Scheduler:
         self.total_cpus = [n.cpus for n in nodes.values()]
         self.units = [gres.node_units(n.gres) for n in nodes.values()]
         self._features = [frozenset(n.features) for n in nodes.values()]
+        self._ignore_state = False  # fits_idle: every node counts as up and empty
+        self._idle_fit: dict[tuple, bool] = {}
         self.gres_used: list[dict[str, set[int]]] = [{} for _ in self._names]
 
     # -- allocation bookkeeping
@@ -184,9 +186,35 @@ class Scheduler:
             self.free_cpus[i] = node.cpus - node.alloc_cpus
             self.free_mem[i] = node.real_memory - node.alloc_mem
 
-    @staticmethod
-    def usable(node: Node) -> bool:
-        return node.responding and not node.down and not node.drain
+    def usable(self, node: Node) -> bool:
+        return self._ignore_state or (node.responding and not node.down and not node.drain)
+
+    def fits_idle(self, demand: Demand, partition: Partition) -> bool:
+        """Could the job run if its partition's nodes were all up and empty?  A job that
+        could not must not hold back the jobs behind it.  Cached: idle capacity only
+        changes with the configuration."""
+        key = (partition.name, demand.nodes_min, demand.nodes_max, demand.ntasks, demand.cpus_per_task,
+               demand.ntasks_per_node, demand.mem_per_node, demand.mem_per_cpu, demand.exclusive,
+               tuple(demand.req_nodes), tuple(demand.exc_nodes), tuple(demand.gres),
+               demand.constraint.expression if demand.constraint else None, demand.contiguous)
+        known = self._idle_fit.get(key)
+        if known is not None:
+            return known
+        saved = self.free_cpus, self.free_mem, self.gres_used
+        self.free_cpus = list(self.total_cpus)
+        self.free_mem = [n.real_memory for n in self.nodes.values()]
+        self.gres_used = [{} for _ in self._names]
+        self._ignore_state = True
+        try:
+            self.prepare()
+            fits = self.try_place(demand, partition) is not None
+        finally:
+            self.free_cpus, self.free_mem, self.gres_used = saved
+            self._ignore_state = False
+        if len(self._idle_fit) > 65536:
+            self._idle_fit.clear()
+        self._idle_fit[key] = fits
+        return fits
 
     # -- submission checks
     def validate(self, spec: JobSpec, partition: Partition) -> None:
@@ -219,6 +247,10 @@ class Scheduler:
         if need_mem > biggest_mem:
             raise SubmitRefused("Requested node configuration is not available",
                                 "Memory specification can not be satisfied")
+        self.prepare()
+        if self._shape_reason(demand, partition) is None and not self.fits_idle(demand, partition):
+            # Within the partition's sizes, yet no arrangement of its nodes holds it.
+            raise SubmitRefused("Requested node configuration is not available")
 
     def partition_reason(self, job: Job, demand: Demand, partition: Partition) -> str | None:
         """A reason the job cannot run in its partition as configured, if any."""
@@ -234,6 +266,11 @@ class Scheduler:
             return REASON_PARTITION_NODES
         if partition.min_nodes and (demand.nodes_max or demand.nodes_min) < partition.min_nodes:
             return REASON_PARTITION_NODES
+        return self._shape_reason(demand, partition)
+
+    def _shape_reason(self, demand: Demand, partition: Partition) -> str | None:
+        """PartitionConfig: more nodes, CPUs per task or tasks than the partition has at all
+        (accepted and left pending, as Slurm 22.05 does without EnforcePartLimits)."""
         count, biggest, cpus = self._shape[partition.name]
         if demand.nodes_min > count or demand.cpus_per_task > biggest:
             return REASON_PARTITION_CONFIG
@@ -358,6 +395,9 @@ class Scheduler:
                 continue
             alloc = self.try_place(demand, partition)
             if alloc is None:
+                if not self.fits_idle(demand, partition):
+                    job.reason = REASON_PARTITION_CONFIG  # never fits: blocks nobody
+                    continue
                 job.reason = REASON_RESOURCES
                 blocked.add(job.partition)
                 continue

@@ -13,12 +13,12 @@ bytecode cached: values 0.6 ms, options 1.0 ms, script 0.2 ms, sbatch_cli 0.4 ms
 """
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple
+from typing import Generator, Iterator, NamedTuple
 
 from .values import OptionError, OptionValueError
 
 __all__ = ["Option", "OptionError", "OptionValueError", "OPTIONS", "ALL_OPTIONS", "options_for",
-           "GetoptError", "getopt", "lookup_long", "env_inputs"]
+           "GetoptError", "getopt", "iter_getopt", "lookup_long", "env_inputs"]
 
 PROGS = ("sbatch", "srun", "salloc")
 _CMD_LETTER = {"b": "sbatch", "r": "srun", "a": "salloc"}
@@ -35,6 +35,7 @@ class Option(NamedTuple):
     env: dict                  # command -> tuple of input environment variable names
     key: str                   # the option it sets (tasks-per-node sets ntasks-per-node)
     accumulate: bool = False   # repeats add up (-v) instead of the last one winning
+    ident: str = ""            # getopt identity: an identical alias (cpu_bind) shares it
 
 
 # Columns: long name | short | arg (n=none r=required o=optional) | parser | commands
@@ -72,7 +73,7 @@ constraint|C|r|string|bra|*:CONSTRAINT
 core-spec|S|r|nonnegative_int|bra|*:CORE_SPEC
 cores-per-socket||r|positive_int|bra|
 cpu-bind||r|string|r|r:CPU_BIND
-cpu_bind||r|string|r||=cpu-bind
+cpu_bind||r|string|r||==cpu-bind
 cpu-freq||r|cpu_freq|bra|r:CPU_FREQ_REQ
 cpus-per-gpu||r|positive_int|bra|*:CPUS_PER_GPU
 cpus-per-task|c|r|positive_int|bra|r=SRUN_CPUS_PER_TASK
@@ -206,8 +207,10 @@ def _build() -> list[Option]:
     for line in _TABLE.strip().splitlines():
         cols = line.split("|")
         name, short, arg, parser, cmds, env = cols[:6]
-        key, accumulate = name, False
-        if len(cols) > 6 and cols[6].startswith("="):
+        key, accumulate, ident = name, False, name
+        if len(cols) > 6 and cols[6].startswith("=="):
+            key = ident = cols[6][2:]     # getopt-identical spelling (cpu_bind)
+        elif len(cols) > 6 and cols[6].startswith("="):
             key = cols[6][1:]
             if key.endswith("+"):
                 key, accumulate = key[:-1], True
@@ -223,7 +226,7 @@ def _build() -> list[Option]:
                 envmap.setdefault(_CMD_LETTER[letter], []).append(_ENV_PREFIX[letter] + suffix)
         rows.append(Option(name, short or None, _ARG[arg], parser,
                            frozenset(_CMD_LETTER[c] for c in cmds),
-                           {k: tuple(v) for k, v in envmap.items()}, key, accumulate))
+                           {k: tuple(v) for k, v in envmap.items()}, key, accumulate, ident))
     return rows
 
 
@@ -284,33 +287,46 @@ def lookup_long(prog: str, word: str) -> Option:
     cands = [o for n, o in longs.items() if n.startswith(word)]
     if not cands:
         raise KeyError(word)
-    # candidates that set the same option with the same argument kind are one option
-    distinct = {(o.key, o.arg) for o in cands}
-    if len(distinct) == 1:
-        return cands[0]
-    raise LookupError([o.name for o in cands])
+    # as glibc: candidates identical to the first (same getopt identity) are not a choice
+    first = cands[0]
+    listed = [first] + [o for o in cands[1:] if o.ident != first.ident]
+    if len(listed) == 1:
+        return first
+    raise LookupError([o.name for o in listed])
 
 
 class Parsed(NamedTuple):
     option: Option
     value: str | None          # None for flags / optional argument not given
     given: list[str]           # the argv words consumed
+    index: int = 0             # position in args of the first word consumed
 
 
-def getopt(prog: str, args: list[str], stop_at_nonoption: bool = True
-           ) -> tuple[list[Parsed], list[str]]:
+def getopt(prog: str, args: list[str]) -> tuple[list[Parsed], list[str]]:
     """Parse ``args`` like glibc getopt_long with a '+' optstring: options end at the first
     non-option word (or after '--').  Returns (parsed options, remaining words)."""
-    longs, shorts = options_for(prog)
+    it = iter_getopt(prog, args)
     out: list[Parsed] = []
+    while True:
+        try:
+            out.append(next(it))
+        except StopIteration as stop:
+            return out, stop.value
+
+
+def iter_getopt(prog: str, args: list[str]) -> Generator[Parsed, None, list[str]]:
+    """The same, one option at a time, so that a caller can apply (and refuse) each value
+    before a later word is looked at -- sbatch reports a bad value before a later unknown
+    option.  The generator's return value is the list of remaining words."""
+    longs, shorts = options_for(prog)
     i = 0
     n = len(args)
     while i < n:
         a = args[i]
         if a == "--":
-            return out, args[i + 1:]
+            return args[i + 1:]
         if not a.startswith("-") or a == "-":
-            return out, args[i:]
+            return args[i:]
         if a.startswith("--"):
             body = a[2:]
             name, eq, val = body.partition("=")
@@ -325,14 +341,14 @@ def getopt(prog: str, args: list[str], stop_at_nonoption: bool = True
             if opt.arg == "none":
                 if eq:
                     raise GetoptError(prog, f"option '--{opt.name}' doesn't allow an argument")
-                out.append(Parsed(opt, None, [a]))
+                yield Parsed(opt, None, [a], index=i)
             elif opt.arg == "optional":
-                out.append(Parsed(opt, val if eq else None, [a]))
+                yield Parsed(opt, val if eq else None, [a], index=i)
             else:
                 if eq:
-                    out.append(Parsed(opt, val, [a]))
+                    yield Parsed(opt, val, [a], index=i)
                 elif i + 1 < n:
-                    out.append(Parsed(opt, args[i + 1], [a, args[i + 1]]))
+                    yield Parsed(opt, args[i + 1], [a, args[i + 1]], index=i)
                     i += 1
                 else:
                     raise GetoptError(prog, f"option '--{opt.name}' requires an argument")
@@ -347,18 +363,18 @@ def getopt(prog: str, args: list[str], stop_at_nonoption: bool = True
                 raise GetoptError(prog, f"invalid option -- '{ch}'")
             rest = a[j + 1:]
             if opt.arg == "none":
-                out.append(Parsed(opt, None, [a] if len(a) == 2 else [f"-{ch}"]))
+                yield Parsed(opt, None, [a] if len(a) == 2 else [f"-{ch}"], index=i)
                 j += 1
                 continue
             if rest:
-                out.append(Parsed(opt, rest, [a]))
+                yield Parsed(opt, rest, [a], index=i)
             elif opt.arg == "optional":
-                out.append(Parsed(opt, None, [a]))
+                yield Parsed(opt, None, [a], index=i)
             elif i + 1 < n:
-                out.append(Parsed(opt, args[i + 1], [a, args[i + 1]]))
+                yield Parsed(opt, args[i + 1], [a, args[i + 1]], index=i)
                 i += 1
             else:
                 raise GetoptError(prog, f"option requires an argument -- '{ch}'")
             break
         i += 1
-    return out, []
+    return []

@@ -19,12 +19,13 @@ Order of work, as sbatch does it (observed with sbatch 22.05.8):
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from . import values as V
-from .options import (GetoptError, Option, OptionError, OptionValueError, Parsed, getopt,
-                      options_for, env_inputs, EXTRA_ENV)
+from .options import (EXTRA_ENV, Option, OptionError, OptionValueError, Parsed, env_inputs,
+                      getopt, iter_getopt, options_for)
 from .script import (Directive, ScriptInfo, UnmatchedQuote, check_script, read_script,
                      translate_pbs)
 
@@ -111,51 +112,97 @@ class SrunRequest:
 class _State:
     """One component's options: raw (as given) and typed, last value wins."""
 
-    def __init__(self, prog: str) -> None:
+    def __init__(self, prog: str, max_array_size: int = V.MAX_ARRAY_SIZE) -> None:
         self.prog = prog
+        self.max_array_size = max_array_size
         self.raw: dict[str, Any] = {}
         self.typed: dict[str, Any] = {}
-        self.deferred: list[OptionError] = []
+        # errors reported after every option is read ("validate": GRES, --hint) or as the
+        # controller's answer ("submit": --array, --dependency, host lists), per option: a
+        # later good value of the same option replaces the bad one, as in sbatch
+        self.late: dict[str, OptionError] = {}
+        self.deferred: dict[str, OptionError] = {}
         self.verbose = 0
+        self.from_env: set[str] = set()     # memory options that came from the environment
 
     def copy(self) -> "_State":
-        s = _State(self.prog)
+        s = _State(self.prog, self.max_array_size)
         s.raw, s.typed = dict(self.raw), dict(self.typed)
+        s.late, s.deferred = dict(self.late), dict(self.deferred)
         return s
 
     def apply(self, opt: Option, value: str | None) -> None:
+        if opt.key in _MEM_KEYS and any(k in self.typed and k not in self.from_env
+                                        for k in _MEM_KEYS if k != opt.key):
+            # a second kind of memory request from the script or the command line
+            raise OptionError([f"{self.prog}: fatal: --mem, --mem-per-cpu, and --mem-per-gpu "
+                               "are mutually exclusive."], 1)
         if opt.accumulate:
             self.verbose += 1
             self.raw[opt.key] = self.typed[opt.key] = self.verbose
             return
-        typed = _parse_value(self.prog, opt, value, self.deferred)
+        self.late.pop(opt.key, None)
+        self.deferred.pop(opt.key, None)
+        try:
+            typed = _parse_value(self.prog, opt, value, self.max_array_size)
+        except OptionValueError as exc:
+            if exc.stage == "value":
+                raise exc.for_prog(self.prog) from None
+            (self.late if exc.stage == "validate" else self.deferred)[opt.key] = \
+                exc.for_prog(self.prog)
+            typed = None
+        if opt.parser == "hostlist" and value and "/" in value:
+            value = V.read_hostfile(value)    # sbatch -v shows the file's names
         self.raw[opt.key] = True if value is None else value
         self.typed[opt.key] = typed
 
 
 def _parse_value(prog: str, opt: Option, value: str | None,
-                 deferred: list[OptionError]) -> Any:
+                 max_array_size: int = V.MAX_ARRAY_SIZE) -> Any:
     if opt.arg == "none":
         return True
     if value is None and opt.parser not in ("nice", "exclusive", "no_kill"):
         return True     # optional argument not given (--propagate, -I, -K, --no-kill)
-    parser = V.PARSERS[opt.parser]
-    try:
-        return parser(value, opt.name)
-    except OptionValueError as exc:
-        err = exc.for_prog(prog)
-        if exc.text.startswith("Batch job submission failed"):
-            deferred.append(err)    # the controller's answer: reported after local checks
-            return None
-        raise err from None
+    if opt.parser == "array":    # MaxArraySize is the site's (slurm.conf)
+        return V.parse_array(value, opt.name, max_array_size)  # type: ignore[arg-type]
+    return V.PARSERS[opt.parser](value, opt.name)
+
+
+def _env_true(value: str) -> bool:
+    """How sbatch reads a flag from its environment (observed): "", "yes" or a whole
+    non-zero number turns it on; "0", "no", "true", "x", "1-2" do not."""
+    n, rest = V._strtol(value)
+    return value == "" or value.lower() == "yes" or (bool(n) and not rest)
+
+
+_MEM_KEYS = ("mem", "mem-per-cpu", "mem-per-gpu")
 
 
 def _apply_env(state: _State, prog: str, env: Mapping[str, str]) -> None:
+    # the memory variables (observed with sbatch 22.05.8): two of them are fatal; one is
+    # ignored when the script already asked for memory, and yields to a command-line one
+    mem_vars = [var for var, opt in env_inputs(prog) if opt.key in _MEM_KEYS and var in env]
+    if len(mem_vars) > 1:
+        raise OptionError([f"{prog}: fatal: SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and "
+                           "SLURM_MEM_PER_NODE are mutually exclusive."], 1)
     for var, opt in env_inputs(prog):
+        if opt.key in _MEM_KEYS and var in env:
+            if any(k in state.typed for k in _MEM_KEYS):
+                try:
+                    _parse_value(prog, opt, env[var])   # still checked, then ignored
+                except OptionValueError as exc:
+                    raise exc.for_prog(prog) from None
+                continue
+            state.from_env.add(opt.key)
         if var in env:
             if opt.arg == "none" and opt.name != "get-user-env":
-                state.apply(opt, None)      # a flag: any value sets it
+                if _env_true(env[var]):     # a flag: "yes" or a non-zero number sets it
+                    state.apply(opt, None)
             elif opt.arg == "none":
+                # SBATCH_GET_USER_ENV keeps 22.05's [timeout][L|S] value
+                if not re.fullmatch(r"\d*[LS]?", env[var]):
+                    raise OptionError([f"{prog}: error: Invalid --get-user-env "
+                                       "specification"], 255)
                 state.raw[opt.key], state.typed[opt.key] = env[var], True
             else:
                 state.apply(opt, env[var])
@@ -177,8 +224,14 @@ def _apply_env(state: _State, prog: str, env: Mapping[str, str]) -> None:
             state.raw["switches"] = state.typed["switches"] = f"{cur}@{env[var]}"
 
 
-def _validate(prog: str, st: _State, warnings: list[str]) -> None:
+def _validate(prog: str, st: _State, warnings: list[str],
+              gres_types: set[str] | None = None) -> None:
+    """Checks made once every option is read, in sbatch's order: the fatal conflicts,
+    GRES names (against slurm.conf GresTypes when known), the checks left for the end
+    (GRES syntax, --hint), then GPU combinations and the node/task adjustments."""
     t = st.typed
+    if "hint" in st.late:          # --hint is checked first of all (observed)
+        raise st.late["hint"]
     mems = [k for k in ("mem", "mem-per-cpu", "mem-per-gpu") if k in t]
     if len(mems) > 1:
         raise OptionError([f"{prog}: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are "
@@ -187,6 +240,19 @@ def _validate(prog: str, st: _State, warnings: list[str]) -> None:
         # (sic: Slurm's message spells it "thred")
         raise OptionError([f"{prog}: fatal: -S/--core-spec and --thred-spec options are "
                            "mutually exclusive"], 1)
+    if gres_types is not None and any(g["name"] not in gres_types
+                                      for g in t.get("gres") or []):
+        raise OptionError([f"{prog}: error: Invalid generic resource (gres) "
+                           "specification"], 1)
+    for err in st.late.values():
+        raise err
+    _validate_gpus(prog, t)
+    if "power" in t and str(st.raw["power"]).lower() != "level":
+        # sbatch says so and carries on without it (-v shows "unset")
+        warnings.append(f"{prog}: error: Ignoring unrecognized power option "
+                        f"({st.raw['power']})")
+        st.raw["power"] = "unset"
+        t["power"] = None
     if "cpus-per-gpu" in t and "cpus-per-task" in t:
         raise OptionError([f"{prog}: error: --cpus-per-gpu is mutually exclusive with "
                            "--cpus-per-task",
@@ -209,22 +275,45 @@ def _validate(prog: str, st: _State, warnings: list[str]) -> None:
         t["chdir"] = _full_path(os.getcwd(), t["chdir"])
 
 
+def _gpu_count(spec: Any) -> int | None:
+    """The count in a [type:]count GPU request string, None when it has none."""
+    if not isinstance(spec, str):
+        return None
+    n, rest = V._strtol(spec.rpartition(":")[2])
+    return n if n is not None and not rest else None
+
+
+def _validate_gpus(prog: str, t: dict[str, Any]) -> None:
+    """GPU request combinations sbatch refuses before submitting (status 1); each message
+    is followed by the generic GRES line, as sbatch prints it."""
+    gres_line = f"{prog}: error: Invalid generic resource (gres) specification"
+    msg = None
+    gpus = t.get("gpus")
+    total = gpus.get("count") if isinstance(gpus, dict) else None
+    if isinstance(gpus, dict) and total is None:
+        total = 0            # an unreadable count counts as none in these checks
+    if "gpus-per-socket" in t and "sockets-per-node" not in t:
+        msg = "--gpus-per-socket option requires --sockets-per-node specification"
+    elif "gpus-per-task" in t and total is None and "ntasks" not in t:
+        msg = ("Failed to validate job spec. --gpus-per-task used without either --gpus "
+               "or -n/--ntasks is not allowed.")
+    elif total is not None and "nodes" in t and total < t["nodes"][0]:
+        msg = "Failed to validate job spec, --gpus < -N"
+    elif total is not None and "ntasks" in t and _gpu_count(t.get("gpus-per-task")):
+        per = _gpu_count(t["gpus-per-task"]) or 1
+        if total // per != t["ntasks"]:
+            msg = ("Failed to validate job spec. Based on --gpus and --gpus-per-task number "
+                   "of requested tasks differ from -n/--ntasks.")
+    if msg:
+        raise OptionError([f"{prog}: error: {msg}", gres_line], 1)
+    if isinstance(gpus, dict) and gpus.get("count") is None:
+        # sbatch passes an unreadable --gpus on; the controller refuses it
+        raise OptionError([f"{prog}: error: Batch job submission failed: Invalid generic "
+                           "resource (gres) specification"], 1)
+
+
 def _nodes_str(v: list[int]) -> str:
     return str(v[0]) if v[0] == v[1] else f"{v[0]}-{v[1]}"
-
-
-def _split_components(args: list[str], prog: str
-                      ) -> tuple[list[list[Parsed]], list[str]]:
-    """Command-line options, separated by ':' into heterogeneous components."""
-    groups: list[list[Parsed]] = []
-    rest = args
-    while True:
-        parsed, rest = getopt(prog, rest)
-        groups.append(parsed)
-        if rest and rest[0] == ":":
-            rest = rest[1:]
-            continue
-        return groups, rest
 
 
 def _info_request(key: str, verbose: int) -> SbatchRequest:
@@ -234,20 +323,35 @@ def _info_request(key: str, verbose: int) -> SbatchRequest:
 
 # ------------------------------------------------------------------------------- sbatch
 def parse_sbatch(argv: list[str], env: Mapping[str, str], stdin_bytes: bytes | None = None,
-                 *, max_array_size: int = V.MAX_ARRAY_SIZE) -> SbatchRequest:
+                 *, max_array_size: int = V.MAX_ARRAY_SIZE,
+                 gres_types: Iterable[str] | None = None) -> SbatchRequest:
+    """``max_array_size`` and ``gres_types`` come from the site's slurm.conf (MaxArraySize,
+    GresTypes; "gpu" is always known); without ``gres_types`` GRES names are not checked."""
     prog = "sbatch"
-    groups, rest = _split_components(list(argv), prog)
-    verbose = sum(1 for g in groups for p in g if p.option.key == "verbose")
-    for g in groups:
-        for p in g:
+    # like sbatch's first pass: each command-line option is applied as soon as getopt hands
+    # it over, so a bad value is reported before a later bad option, and --help answers
+    # without looking further
+    scratch = _State(prog, max_array_size)
+    groups: list[list[Parsed]] = []
+    rest = list(argv)
+    while True:
+        parsed: list[Parsed] = []
+        it = iter_getopt(prog, rest)
+        while True:
+            try:
+                p = next(it)
+            except StopIteration as stop:
+                rest = stop.value
+                break
             if p.option.name in _INFO_OPTS:
-                return _info_request(p.option.name, verbose)
-
-    # like sbatch's first pass: command-line values are checked before the script is read
-    scratch = _State(prog)
-    for g in groups:
-        for p in g:
+                return _info_request(p.option.name, scratch.verbose)
             scratch.apply(p.option, p.value)
+            parsed.append(p)
+        groups.append(parsed)
+        if rest and rest[0] == ":":     # the next heterogeneous component
+            rest = rest[1:]
+            continue
+        break
 
     cmd_wrap = None
     for p in groups[0]:
@@ -280,12 +384,12 @@ def parse_sbatch(argv: list[str], env: Mapping[str, str], stdin_bytes: bytes | N
                                f"`{exc.quote}` in [{exc.text}]"], 1) from None
 
     # script directives, one component after another (each inherits the previous one)
-    states = [_State(prog)]
+    states = [_State(prog, max_array_size)]
     directives_out: list[dict[str, Any]] = []
     pbs_out: list[dict[str, Any]] = []
     if info is not None:
         _apply_directives(prog, info, states, directives_out)
-        ignore = ("ignore-pbs" in states[0].raw or "SBATCH_IGNORE_PBS" in env
+        ignore = ("ignore-pbs" in states[0].raw or _env_true(env.get("SBATCH_IGNORE_PBS", "0"))
                   or any(p.option.name == "ignore-pbs" for g in groups for p in g))
         if info.pbs and not ignore:
             _apply_pbs(prog, info, states, pbs_out)
@@ -296,17 +400,19 @@ def parse_sbatch(argv: list[str], env: Mapping[str, str], stdin_bytes: bytes | N
         _apply_env(st, prog, env)
         # one command-line group applies to every component; several pair up with them
         for p in (groups[0] if len(groups) == 1 else groups[i] if i < len(groups) else []):
+            if p.option.key in _MEM_KEYS:
+                for k in st.from_env - {p.option.key}:   # the environment's memory yields
+                    st.raw.pop(k, None)
+                    st.typed.pop(k, None)
+                st.from_env.clear()
             st.apply(p.option, p.value)
     warnings: list[str] = []
+    known = None if gres_types is None else set(gres_types) | {"gpu"}
     for st in states:
-        _validate(prog, st, warnings)
+        _validate(prog, st, warnings, known)
     for st in states:
-        if st.deferred:
-            raise st.deferred[0]
-    array = states[0].typed.get("array")
-    if array and array.get("indices") and array["indices"][-1] >= max_array_size:
-        raise OptionError([f"{prog}: error: Batch job submission failed: Invalid job array "
-                           "specification"], 1)
+        for err in st.deferred.values():
+            raise err
     verbose = states[0].verbose
     return SbatchRequest(
         options=states[0].typed, script_path=script_path, script_text=script_text,
@@ -330,17 +436,16 @@ def _apply_directives(prog: str, info: ScriptInfo, states: list[_State],
         for d in by_comp.get(comp, []):
             words += d.tokens
             line_of += [d] * len(d.tokens)
-        parsed, rest = getopt(prog, words)
-        if rest:
-            raise OptionError([f"{prog}: error: Invalid directive found in batch script: "
-                               f"{rest[0]}"], 255)
-        pos = 0
-        for p in parsed:
-            # find the directive the first consumed word came from
-            while pos < len(words) and words[pos] != p.given[0]:
-                pos += 1
-            d = line_of[pos] if pos < len(line_of) else line_of[-1]
-            pos += len(p.given)
+        it = iter_getopt(prog, words)
+        while True:
+            try:
+                p = next(it)
+            except StopIteration as stop:
+                if stop.value:
+                    raise OptionError([f"{prog}: error: Invalid directive found in batch "
+                                       f"script: {stop.value[0]}"], 255) from None
+                break
+            d = line_of[p.index]     # the directive the option's first word came from
             if not p.option.accumulate:     # -v in a script does not raise verbosity
                 st.apply(p.option, p.value)
             rec: dict[str, Any] = {"line": d.line, "option": p.option.name,
@@ -381,13 +486,18 @@ def parse_srun(argv: list[str], env: Mapping[str, str]) -> SrunRequest:
     commands: list[list[str]] = []
     rest = list(argv)
     while True:
-        parsed, rest = getopt(prog, rest)
-        for p in parsed:
+        st = _State(prog) if not states else states[-1].copy()
+        if not states:
+            _apply_env(st, prog, env)    # SLURM_* inputs sit under the command line
+        it = iter_getopt(prog, rest)
+        while True:
+            try:
+                p = next(it)
+            except StopIteration as stop:
+                rest = list(stop.value)
+                break
             if p.option.name in _INFO_OPTS:
                 return SrunRequest(options={p.option.name: True}, command=[])
-        st = _State(prog) if not states else states[-1].copy()
-        _apply_env(st, prog, env) if not states else None
-        for p in parsed:
             st.apply(p.option, p.value)
         cmd: list[str] = []
         while rest and rest[0] != ":":
@@ -401,8 +511,8 @@ def parse_srun(argv: list[str], env: Mapping[str, str]) -> SrunRequest:
     warnings: list[str] = []
     for st in states:
         _validate(prog, st, warnings)
-        if st.deferred:
-            raise st.deferred[0]
+        for err in st.deferred.values():
+            raise err
     req = SrunRequest(options=states[0].typed, command=commands[0], warnings=warnings,
                       verbose=states[0].verbose, raw_options=states[0].raw,
                       components=[s.typed for s in states], commands=commands)
@@ -423,13 +533,14 @@ def parse_salloc(argv: list[str], env: Mapping[str, str]) -> SrunRequest:
         st.apply(p.option, p.value)
     warnings: list[str] = []
     _validate(prog, st, warnings)
-    if st.deferred:
-        raise st.deferred[0]
+    for err in st.deferred.values():
+        raise err
     return SrunRequest(options=st.typed, command=rest, warnings=warnings, verbose=st.verbose,
                        raw_options=st.raw)
 
 
 # ------------------------------------------------------------------------- sbatch -v text
+_NOT_SHOWN = ("het-group",)   # consumed while splitting srun's components; -v omits it
 _MAIL_PRINT_ORDER = ("ARRAY_TASKS", "INVALID_DEPEND", "BEGIN", "END", "FAIL", "REQUEUE",
                      "STAGE_OUT", "TIME_LIMIT", "TIME_LIMIT_90", "TIME_LIMIT_80",
                      "TIME_LIMIT_50")
@@ -465,7 +576,7 @@ def _display(key: str, raw: Any, typed: Any, opts: dict[str, Any] | None = None)
     if key == "cpu-freq":
         return "-".join(_CPU_FREQ_WORDS.get(p.lower(), p) for p in str(raw).split("-"))
     if key == "power":
-        return str(raw).upper()
+        return "unset" if raw == "unset" else str(raw).upper()
     if key == "propagate":
         return "ALL" if raw is True else str(raw)
     if key == "no-kill":
@@ -489,7 +600,7 @@ def _display(key: str, raw: Any, typed: Any, opts: dict[str, Any] | None = None)
     if key == "nodes":
         return _nodes_str(typed)
     if key == "gres":
-        return ",".join("gres:" + g for g in str(raw).split(",")) if raw else ""
+        return ",".join("gres:" + g for g in str(raw).split(","))
     if key == "open-mode":
         return typed[:1]
     if key == "exclusive":
@@ -498,6 +609,8 @@ def _display(key: str, raw: Any, typed: Any, opts: dict[str, Any] | None = None)
         return ",".join(t for t in _MAIL_PRINT_ORDER if t in typed["types"]) or "NONE"
     if key in ("begin", "deadline"):
         return V.time_to_iso(typed)
+    if key == "nice":
+        return str(typed)
     if key == "signal":
         flags = ("R" if typed["on_reservation_end"] else "") + \
                 ("B" if typed["batch_shell_only"] else "")
@@ -511,6 +624,8 @@ def _display(key: str, raw: Any, typed: Any, opts: dict[str, Any] | None = None)
         return "no-requeue"
     if key == "verbose":
         return str(typed)
+    if key == "kill-on-bad-exit":
+        return "1" if raw is True else str(raw)
     if raw is True:
         return "set"
     return str(raw)
@@ -525,6 +640,8 @@ def format_verbose_block(req: SbatchRequest | SrunRequest, prog: str = "sbatch")
     for raw, typed in zip(comps, typed_comps):
         lines = [f"{prog}: defined options", f"{prog}: {'-' * 20} {'-' * 20}"]
         for key in sorted(raw):
+            if key in _NOT_SHOWN:
+                continue
             shown = _display(key, raw[key], typed.get(key), typed)
             lines.append(f"{prog}: {key:<20}: {shown}")
         lines += [f"{prog}: {'-' * 20} {'-' * 20}", f"{prog}: end of defined options"]

@@ -14,6 +14,7 @@ sbatch applies, observed side by side with sbatch 22.05.8:
 * '"' and "'" group and are removed; a backslash makes the next character literal (inside
   quotes too) -- except that an unquoted blank still ends the word (``a\\ b`` is two words);
 * an unquoted, unescaped '#' ends the line, even in the middle of a word;
+* a word that comes out empty (``''``) ends the line: the rest is not read;
 * an unterminated quote is fatal (status 1): ``<path>: line N: Unmatched `"` in [text]``;
 * a lone ``hetjob`` (``packjob``) separates heterogeneous-job components.
 """
@@ -80,10 +81,14 @@ def tokenize(text: str) -> tuple[list[str], str]:
     while i < n:
         ch = text[i]
         if not quote and ch in _BLANKS:
-            # an unquoted blank ends the word, even after a backslash (sbatch behaviour)
+            # an unquoted blank ends the word, even after a backslash (sbatch behaviour);
+            # a word left empty ('' or "") ends the whole line, as in sbatch:
+            # "--time '' 5" is --time without its argument, and the 5 is never read
             if in_word:
+                if not cur:
+                    return words, ""
                 words.append("".join(cur))
-                cur, in_word = [], False
+            cur, in_word = [], False
             escape = False
         elif escape:
             cur.append(ch)
@@ -98,7 +103,7 @@ def tokenize(text: str) -> tuple[list[str], str]:
         elif ch in "\"'":
             quote, in_word = ch, True
         elif ch == "#":
-            if in_word:
+            if in_word and cur:
                 words.append("".join(cur))
             return words, text[i:]
         else:
@@ -107,7 +112,7 @@ def tokenize(text: str) -> tuple[list[str], str]:
         i += 1
     if quote:
         raise UnmatchedQuote(quote)
-    if in_word:
+    if in_word and cur:
         words.append("".join(cur))
     return words, ""
 

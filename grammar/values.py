@@ -46,8 +46,12 @@ class OptionValueError(OptionError):
     verbatim (Slurm's time parser prints one unprefixed line of its own)."""
 
     def __init__(self, text: str, exit_code: int = 255, pre_lines: list[str] | None = None,
-                 prefixed: bool = True, pre_errors: list[str] | None = None) -> None:
+                 prefixed: bool = True, pre_errors: list[str] | None = None,
+                 stage: str = "value") -> None:
         self.text = text
+        # when sbatch reports it: "value" at once, "validate" after every option has been
+        # read (before submitting), "submit" when the controller answers
+        self.stage = stage
         self.pre_lines = list(pre_lines or [])     # printed verbatim
         self.pre_errors = list(pre_errors or [])   # printed as "<prog>: error: ..." lines
         # prefixed=False: the line is printed as is (getopt-style messages)
@@ -98,7 +102,7 @@ def parse_loose_int(value: str, opt: str) -> int:
 
 
 def parse_nice(value: str | None, opt: str = "nice") -> int:
-    if value is None:        # --nice without a value means +100 (sbatch man page)
+    if not value:            # --nice without a value means +100 (sbatch man page)
         return 100
     n = parse_loose_int(value, opt)
     if abs(n) > 2147483645:  # NICE_OFFSET - 3: Slurm refuses wider adjustments
@@ -202,15 +206,15 @@ def parse_nodes(value: str, opt: str = "nodes") -> list[int]:
         raise OptionValueError('"" is not a valid node count')
     lo_s, dash, hi_s = value.partition("-")
     lo = _node_count(lo_s) if lo_s else 1
-    if lo is None:
-        raise OptionValueError(f'"{value}" is not a valid node count')
+    if lo is None:   # with a '-', sbatch names just the bad minimum ("n[1-3]" -> "n[1")
+        raise OptionValueError(f'"{lo_s if dash else value}" is not a valid node count')
     if not dash:
         return [lo, lo]
     if hi_s == "":
         raise OptionValueError(f"Maximum node count -1 is less than minimum node count {lo}")
     hi = _node_count(hi_s)
-    if hi is None:
-        raise OptionValueError(f'"{value}" is not a valid node count')
+    if hi is None:   # sbatch names just the bad maximum ("2-5%2" -> "5%2")
+        raise OptionValueError(f'"{hi_s}" is not a valid node count')
     if hi < lo:
         raise OptionValueError(f"Maximum node count {hi} is less than minimum node count {lo}")
     return [lo, hi]
@@ -219,6 +223,10 @@ def parse_nodes(value: str, opt: str = "nodes") -> list[int]:
 # ----------------------------------------------------------------------------------- array
 MAX_ARRAY_SIZE = 1001  # slurm.conf MaxArraySize default: indices 0..1000
 _ARRAY_ERR = "Batch job submission failed: Invalid job array specification"
+
+
+def _array_error() -> OptionValueError:
+    return OptionValueError(_ARRAY_ERR, 1, stage="submit")
 _RANGE_RE = r"(\d+)(?:-(\d+)(?::(\d+))?)?"
 
 
@@ -233,18 +241,18 @@ def parse_array(value: str, opt: str = "array", max_array_size: int = MAX_ARRAY_
     max_running = None
     if pct:
         if not throttle.isdigit():
-            raise OptionValueError(_ARRAY_ERR, 1)
+            raise _array_error()
         max_running = int(throttle)
     indices: set[int] = set()
     for part in spec.split(","):
         m = re.fullmatch(_RANGE_RE, part)
         if not m:
-            raise OptionValueError(_ARRAY_ERR, 1)
+            raise _array_error()
         first = int(m.group(1))
         last = int(m.group(2)) if m.group(2) is not None else first
         step = int(m.group(3)) if m.group(3) is not None else 1
         if last < first or step <= 0 or last >= max_array_size:
-            raise OptionValueError(_ARRAY_ERR, 1)
+            raise _array_error()
         indices.update(range(first, last + 1, step))
     return {"indices": sorted(indices), "max_running": max_running, "spec": value}
 
@@ -253,6 +261,10 @@ def parse_array(value: str, opt: str = "array", max_array_size: int = MAX_ARRAY_
 DEPENDENCY_TYPES = ("after", "afterany", "afterburstbuffer", "aftercorr", "afternotok",
                     "afterok", "singleton", "expand")
 _DEP_ERR = "Batch job submission failed: Job dependency problem"
+
+
+def _dep_error() -> OptionValueError:
+    return OptionValueError(_DEP_ERR, 1, stage="submit")
 _JOBID_RE = r"(\d+(?:_\d+|_\*)?)(?:\+(\d+))?"
 
 
@@ -263,7 +275,7 @@ def parse_dependency(value: str, opt: str = "dependency") -> dict[str, Any]:
     is refused (by the controller, status 1, like every dependency syntax error).
     """
     if "," in value and "?" in value:
-        raise OptionValueError(_DEP_ERR, 1)
+        raise _dep_error()
     combine = "any" if "?" in value else "all"
     conditions = []
     for part in value.split("?" if combine == "any" else ","):
@@ -278,12 +290,12 @@ def parse_dependency(value: str, opt: str = "dependency") -> dict[str, Any]:
                 conditions.append({"type": "afterany", "job_ids": part.split(":"),
                                    "minutes": None})
                 continue
-            raise OptionValueError(_DEP_ERR, 1)
+            raise _dep_error()
         ids, minutes = [], None
         for tok in rest.split(":"):
             m = re.fullmatch(_JOBID_RE, tok)
             if not m:
-                raise OptionValueError(_DEP_ERR, 1)
+                raise _dep_error()
             ids.append(m.group(1))
             if m.group(2) is not None:
                 minutes = int(m.group(2))
@@ -292,11 +304,11 @@ def parse_dependency(value: str, opt: str = "dependency") -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- signal
-SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6, "BUS": 7, "FPE": 8,
-           "KILL": 9, "USR1": 10, "SEGV": 11, "USR2": 12, "PIPE": 13, "ALRM": 14, "TERM": 15,
-           "STKFLT": 16, "CHLD": 17, "CONT": 18, "STOP": 19, "TSTP": 20, "TTIN": 21,
-           "TTOU": 22, "URG": 23, "XCPU": 24, "XFSZ": 25, "VTALRM": 26, "PROF": 27,
-           "WINCH": 28, "IO": 29, "PWR": 30, "SYS": 31}
+# The names Slurm knows (observed: TRAP, SEGV, PIPE, CHLD, WINCH, SYS are refused by name;
+# any positive number is taken, and shown by name only when it has one here).
+SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "ABRT": 6, "KILL": 9, "USR1": 10, "USR2": 12,
+           "ALRM": 14, "TERM": 15, "CONT": 18, "STOP": 19, "TSTP": 20, "TTIN": 21, "TTOU": 22,
+           "URG": 23, "XCPU": 24}
 _SIGNAMES = {v: k for k, v in SIGNALS.items()}
 _SIGNAL_RE = r"(?:([RBrb]*):)?([A-Za-z0-9]+)(?:@(\d+))?"
 
@@ -348,6 +360,11 @@ def parse_export(value: str, opt: str = "export") -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------ gres, gpus
 _GRES_ERR = "Invalid generic resource (gres) specification"
+
+
+def _gres_error() -> OptionValueError:
+    # sbatch checks GRES once every option is read (status 1)
+    return OptionValueError(_GRES_ERR, 1, stage="validate")
 _GRES_COUNT_RE = r"(\d+)([kKmMgGtT]?)"
 _SHARING = ("mps", "shard")
 
@@ -370,7 +387,7 @@ def parse_gres(value: str, opt: str = "gres") -> list[dict[str, Any]]:
         fields = item.split(":")
         name = fields[0]
         if not name or len(fields) > 3 or any(f == "" for f in fields):
-            raise OptionValueError(_GRES_ERR, 1)
+            raise _gres_error()
         gtype, count = None, 1
         if len(fields) == 2:
             c = _gres_count(fields[1])
@@ -382,13 +399,13 @@ def parse_gres(value: str, opt: str = "gres") -> list[dict[str, Any]]:
             gtype = fields[1]
             c = _gres_count(fields[2])
             if c is None:
-                raise OptionValueError(_GRES_ERR, 1)
+                raise _gres_error()
             count = c
         out.append({"name": name, "type": gtype, "count": count})
     names = {g["name"] for g in out}
     # a whole GPU and a share of one (mps/shard) may not be requested together
     if "gpu" in names and names & set(_SHARING):
-        raise OptionValueError(_GRES_ERR, 1)
+        raise _gres_error()
     return out
 
 
@@ -398,8 +415,8 @@ def parse_gpus(value: str, opt: str = "gpus") -> dict[str, Any]:
         return {"type": None, "count": 0}   # "--gpus=" clears the request
     gtype, colon, cnt = value.rpartition(":")
     n = _gres_count(cnt)
-    if n is None or (colon and not gtype):
-        raise OptionValueError(_GRES_ERR, 1)
+    # an unreadable count is None: sbatch passes it on and the controller refuses it (the
+    # front end reports that after its own GPU checks, which read it as 0)
     return {"type": gtype or None, "count": n}
 
 
@@ -446,6 +463,33 @@ def _local(y: int, mo: int, d: int, h: int = 0, mi: int = 0, s: int = 0) -> int:
     return int(_time.mktime((y, mo, d, h, mi, s, 0, 0, -1)))
 
 
+_TIME_WORDS = ("now", "today", "tomorrow", "midnight", "noon", "elevenses", "fika",
+               "teatime")
+
+
+def _bad_pos(value: str) -> int:
+    """Where Slurm's time parser says it gave up (approximation of its "pos=N", matched
+    against sbatch 22.05.8 for the common shapes)."""
+    low = value.lower()
+    for w in _TIME_WORDS:
+        if low.startswith(w):
+            return len(w) + (1 if low[len(w):len(w) + 1] == "+" else 0)
+    lead = len(value) - len(value.lstrip("-+:/. "))
+    if lead:
+        return lead                   # "--nice": it stops after the punctuation
+    d = len(value) - len(value.lstrip("0123456789"))
+    if value == "0":
+        return -1                     # as sbatch reports it
+    nxt = value[d:d + 1]
+    if d == 4 and nxt == "-":
+        return 5                      # YYYY- then a bad month/day
+    if nxt == ":":
+        return d + 1                  # HH: then bad minutes
+    if nxt in ("/", "."):
+        return len(value)
+    return min(d, 2)
+
+
 def parse_begin(value: str, opt: str = "begin", now: float | None = None) -> int:
     """Unix time for the forms of the sbatch man page (--begin/--deadline):
     now[+N[units]], today, tomorrow, midnight, noon, fika, teatime, elevenses,
@@ -457,7 +501,8 @@ def parse_begin(value: str, opt: str = "begin", now: float | None = None) -> int
     low = v.lower()
     # Slurm's time parser prints its own unprefixed line first (not for an empty value)
     err = OptionValueError(f"Invalid --{opt} specification", 255,
-                           [f"Invalid time specification (pos=0): {value}"] if value else [])
+                           [f"Invalid time specification (pos={_bad_pos(value)}): {value}"]
+                           if value else [])
     m = re.fullmatch(_REL_RE, low)
     if m:
         n = int(m.group(1) or 0)
@@ -557,61 +602,29 @@ def parse_constraint(value: str, opt: str = "constraint") -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- hosts
-def _expand_private(value: str) -> list[str]:
-    """Fallback expander (used only while grammar/hostlist.py is absent)."""
-    out: list[str] = []
-    i, n, depth, start = 0, len(value), 0, 0
-    parts = []
-    for i, ch in enumerate(value):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-            if depth < 0:
-                raise ValueError(value)
-        elif ch == "," and depth == 0:
-            parts.append(value[start:i])
-            start = i + 1
-    if depth:
-        raise ValueError(value)
-    parts.append(value[start:])
-    for p in parts:
-        m = re.fullmatch(r"([^\[\]]*)\[([^\[\]]+)\]([^\[\]]*)", p)
-        if not m:
-            if "[" in p or "]" in p:
-                raise ValueError(value)
-            if p:
-                out.append(p)
-            continue
-        pre, body, post = m.groups()
-        for rng in body.split(","):
-            a, dash, b = rng.partition("-")
-            if not a.isdigit() or (dash and not b.isdigit()):
-                raise ValueError(value)
-            lo, hi = int(a), int(b) if dash else int(a)
-            if hi < lo or hi - lo > 100000:
-                raise ValueError(value)
-            width = len(a)
-            out += [f"{pre}{k:0{width}d}{post}" for k in range(lo, hi + 1)]
-    return out
+def read_hostfile(path: str) -> str:
+    """A -w/-x value with a '/' names a file; sbatch joins its lines with ','."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return ",".join(line.rstrip("\n") for line in fh if line.strip())
+    except OSError as exc:
+        raise OptionValueError(f"slurm_allocate_resources error opening file {path}, "
+                               f"{exc.strerror}", 1) from None
 
 
 def parse_hostlist(value: str, opt: str = "nodelist") -> list[str]:
-    """Expanded host names.  A value containing '/' names a file of host names."""
+    """Expanded host names (a value containing '/' names a file of host names).
+
+    sbatch itself passes a malformed list on and the controller refuses it, so the error
+    is the controller's (status 1, reported after the local checks)."""
     if "/" in value:
-        try:
-            with open(value, encoding="utf-8", errors="replace") as fh:
-                value = ",".join(fh.read().split())
-        except OSError:
-            raise OptionValueError(f"Invalid --{opt} specification", 255) from None
+        value = read_hostfile(value)
+    from .hostlist import HostlistError, expand   # imported only when a host list is given
     try:
-        from .hostlist import expand  # the shared expander, when present
-    except ImportError:
-        expand = _expand_private  # type: ignore[assignment]
-    try:
-        return list(expand(value))
-    except Exception:  # HostlistError or ValueError: one typed error either way
-        raise OptionValueError(f"Invalid --{opt} specification", 255) from None
+        return list(expand(value.replace(" ", ",")))
+    except (HostlistError, ValueError):
+        raise OptionValueError("Batch job submission failed: Invalid node name specified",
+                               1, stage="submit") from None
 
 
 # ------------------------------------------------------- keyword options (checked locally)
@@ -623,9 +636,12 @@ def parse_yes_no(value: str, opt: str = "kill-on-invalid-dep") -> bool:
 
 
 def parse_zero_one(value: str, opt: str = "wait-all-nodes") -> int:
-    if value in ("0", "1"):
-        return int(value)
-    raise _invalid(opt)
+    n, rest = _strtol(value)
+    if n is None or rest:
+        raise OptionValueError(f'Invalid numeric value "{value}" for --{opt}.', 1)
+    if n not in (0, 1):
+        raise _invalid(opt)
+    return n
 
 
 def parse_no_kill(value: str | None, opt: str = "no-kill") -> bool:
@@ -642,8 +658,8 @@ GRES_FLAGS = ("enforce-binding", "disable-binding", "multiple-tasks-per-sharing"
 
 
 def parse_gres_flags(value: str, opt: str = "gres-flags") -> list[str]:
-    words = [w for w in value.lower().split(",")]
-    if not words or any(w not in GRES_FLAGS for w in words):
+    words = value.lower().split(",")
+    if any(w not in GRES_FLAGS for w in words):
         raise _invalid(opt)
     return words
 
@@ -653,9 +669,11 @@ HINTS = ("compute_bound", "memory_bound", "multithread", "nomultithread", "help"
 
 def parse_hint(value: str, opt: str = "hint") -> list[str]:
     words = value.lower().split(",")
-    for w in words:
+    for w, given in zip(words, value.split(",")):
         if w not in HINTS:
-            raise OptionValueError(f'unrecognized --hint argument "{value}", see --hint=help', 1)
+            # sbatch applies --hint last, once the options it interacts with are known
+            raise OptionValueError(f'unrecognized --hint argument "{given}", see --hint=help',
+                                   1, stage="validate")
     return words
 
 
@@ -675,13 +693,18 @@ _ACCTG_TYPES = ("task", "energy", "network", "filesystem")
 def parse_acctg_freq(value: str, opt: str = "acctg-freq") -> dict[str, int]:
     """N (task sampling seconds) or type=N,... ."""
     out: dict[str, int] = {}
+    bad: list[str] = []
     for item in value.split(","):
         k, eq, v = item.partition("=")
         if not eq:
             k, v = "task", item
         if k.lower() not in _ACCTG_TYPES or not v.isdigit():
-            raise OptionValueError(f"Invalid --acctg-freq specification: {value}")
-        out[k.lower()] = int(v)
+            bad.append(item)       # sbatch names each bad item on a line of its own
+        else:
+            out[k.lower()] = int(v)
+    if bad:
+        lines = [f"Invalid --acctg-freq specification: {b}" for b in bad]
+        raise OptionValueError(lines[-1], pre_errors=lines[:-1])
     return out
 
 
@@ -710,19 +733,21 @@ _MEM_BIND_WORDS = ("quiet", "q", "verbose", "v", "no", "none", "rank", "local", 
 def parse_mem_bind(value: str, opt: str = "mem-bind") -> str:
     for w in value.split(","):
         low = w.lower()
-        if low in _MEM_BIND_WORDS or re.fullmatch(r"(map_mem|mask_mem|map_ldom|mask_ldom)[:=].+",
-                                                  low):
+        if low in _MEM_BIND_WORDS or re.fullmatch(
+                r"(map_mem|mask_mem|map_ldom|mask_ldom)[:=].+", low):
             continue
         raise OptionValueError(f'unrecognized --mem-bind argument "{value}"')
     return value
 
 
 def parse_gpu_bind(value: str, opt: str = "gpu-bind") -> str:
-    words = value.split(",")
-    if words and words[0].lower() == "verbose":
-        words = words[1:]
-    main = ",".join(words)
-    if re.fullmatch(r"closest|none|(map_gpu|mask_gpu):.+|(single|per_task):\d+", main, re.I):
+    """[verbose,]closest|none|map_gpu:...|mask_gpu:...|single:N|per_task:N.  sbatch only
+    looks at the start: any word beginning with c (closest) or n (none) passes, and the
+    forms with a colon are checked by their prefix (observed with sbatch 22.05.8)."""
+    main = value[8:] if value.lower().startswith("verbose,") else value
+    low = main.lower()
+    if low[:1] in ("c", "n") or low.startswith(("map_gpu:", "mask_gpu:", "single:",
+                                                "per_task:")):
         return value
     raise OptionValueError(f"Invalid --gpu-bind argument: gpu:{value}")
 

@@ -113,16 +113,16 @@ def run_real(args: list[str], tmp: Path, env_extra: dict | None = None,
     return p.returncode, p.stderr
 
 
-def _blocks(text: str) -> list[list[str]]:
+def _blocks(text: str, prog: str = "sbatch") -> list[list[str]]:
     out, cur = [], None
     for line in text.splitlines():
-        if line == "sbatch: defined options":
+        if line == f"{prog}: defined options":
             cur = []
-        elif line == "sbatch: end of defined options":
+        elif line == f"{prog}: end of defined options":
             out.append(cur)
             cur = None
-        elif cur is not None and not line.startswith("sbatch: ----"):
-            key = line[8:].split(" ", 1)[0]
+        elif cur is not None and not line.startswith(f"{prog}: ----"):
+            key = line[len(prog) + 2:].split(" ", 1)[0]
             if key not in _UNSTABLE:
                 cur.append(line)
     return out
@@ -174,6 +174,7 @@ ERROR_PROBES = [
     "--mail-type=", "--wrap=", "--comment=", "-c ''", "--chdir=/nonexistent",
     "--output=", "--begin=", "--nice=", "--exclusive=", "--mem=", "-a 1-3,5 -a 7",
     "--array=0-1000", "--array=0-1001", "--array=1-10%0", "--ntasks=1k",
+    "-w n[1-", "-w /nonexistent/hosts", "-x n[1-3],n5",
 ] + [f"--{letter}=1" for letter in "abcdefghiklmnopqrstuvwxyz"] + [
     "--clu=x", "--gpus-per=1", "--mem-per=1", "--ntasks-per=1", "--time-=1", "--no-=1"]
 
@@ -280,7 +281,7 @@ SRUN_PROBES = [
     "--mem=5X", "--exclusive=user", "--gres=gpu:2", "--gpus=v100:1", "--export=ALL,A=1",
     "--pty", "--cpu-bind=cores", "--overlap", "-W 30", "--bogus", "-Y", "--cpu=1",
     "--het-group=0", "-K", "-K1", "--signal=USR1@30", "-w n1 -x n2", "-J name -p debug",
-    "--ntasks-per-node=2 -N1", "-vvv", "-u -X -E -Z", "--multi-prog", "-r 1", "-T 4",
+    "--ntasks-per-node=2 -N1", "-vvv", "-u -X -E", "-r 1", "-T 4",
 ]
 
 
@@ -301,9 +302,7 @@ def test_srun_matches_real_srun(probe: str, tmp_path: Path) -> None:
     except subprocess.TimeoutExpired as exc:
         rc = None
         err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-    blocks = [[ln.replace("srun: ", "sbatch: ", 1) for ln in b] for b in
-              _blocks(err.replace("srun: defined options", "sbatch: defined options")
-                      .replace("srun: end of defined options", "sbatch: end of defined options"))]
+    blocks = _blocks(err, "srun")
     real_lines = [ln.replace("/usr/bin/srun:", "srun:") for ln in err.splitlines()
                   if not re.match(r"srun: (\S+\s+: |---|defined options|end of defined|"
                                   r"select/|error: Unable to allocate|Jobs? )", ln)]
@@ -312,6 +311,135 @@ def test_srun_matches_real_srun(probe: str, tmp_path: Path) -> None:
     except OptionError as exc:
         assert (exc.lines, exc.exit_code) == (real_lines, rc)
     else:
-        ours = format_verbose_block(req, "srun")
-        ours = ours.replace("srun: ", "sbatch: ")
-        assert _blocks(ours) == blocks
+        assert _blocks(format_verbose_block(req, "srun"), "srun") == blocks
+
+
+def _random_directive(rnd) -> str:
+    opts = ["-J", "--job-name", "--comment", "-t", "--time", "-N", "--nodes", "-n", "--mem",
+            "--signal", "--mail-type", "--array", "-p", "--exclusive", "--nice", "-H",
+            "--gres", "--export", "--open-mode", "--dependency", "--begin", "-c", "--wckey"]
+    vals = ["x", "a b", "5", "1-2", "1:30", "abc", "gpu:2", "USR1@30", "END,FAIL", "1-5%2",
+            "user", "append", "afterok:1", "now+1hour", "4G", "", "#x", "a#b", "2-00:00"]
+    quotes = ['"', "'", "\\", ""]
+    words = []
+    for _ in range(rnd.randint(1, 3)):
+        o = rnd.choice(opts)
+        v = rnd.choice(vals)
+        q = rnd.choice(quotes)
+        v = f"{q}{v}{q}" if q != "\\" else v.replace(" ", "\\ ").replace("#", "\\#")
+        sep = rnd.choice(["=", " ", ""]) if o.startswith("--") else rnd.choice([" ", ""])
+        words.append(o if o in ("-H", "--exclusive") and rnd.random() < 0.5 else o + sep + v)
+    tail = rnd.choice(["", "  # comment", "\t#c", " \\"])
+    return "#SBATCH " + " ".join(words) + tail
+
+
+@pytest.mark.slow
+@pytest.mark.compat
+@needs_real
+def test_random_scripts_match_real_sbatch(tmp_path: Path) -> None:
+    """200 random directive blocks (seeded) through both parsers, 12 at a time."""
+    import random
+    import re
+    from concurrent.futures import ThreadPoolExecutor
+    from plurm.grammar.sbatch_cli import format_verbose_block
+    rnd = random.Random(int(os.environ.get("PLURM_FUZZ_SEED", "1129")))
+    cases = []
+    for k in range(200):
+        d = tmp_path / f"c{k}"
+        d.mkdir()
+        body = "\n".join(_random_directive(rnd) for _ in range(rnd.randint(1, 3)))
+        (d / "p.sh").write_text("#!/bin/bash\n" + body + "\ntrue\n")
+        cases.append((d, body))
+    with ThreadPoolExecutor(12) as pool:
+        real = list(pool.map(lambda c: run_real(["-v", "p.sh"], c[0], cwd=c[0], timeout=2.0),
+                             cases))
+    noise = re.compile(r"^sbatch: (select/|accounting_storage|cred/|Number of tasks|Setting|"
+                       r"error: Ignoring|error: Batch job submission failed: Unable to contact)")
+    problems = []
+    cwd = os.getcwd()
+    for (d, body), (rc, err) in zip(cases, real):
+        os.chdir(d)
+        try:
+            try:
+                req = parse_sbatch(["-v", "p.sh"], {}, gres_types=["gpu", "mps", "tmpfs"])
+            except OptionError as exc:
+                real_lines = [ln.replace(REAL_SBATCH + ":", "sbatch:") for ln in err.splitlines()
+                              if not noise.match(ln) and "defined options" not in ln
+                              and not ln.startswith("sbatch: ---")
+                              and not re.match(r"sbatch: \S+\s+: ", ln)]
+                if (exc.lines, exc.exit_code) != (real_lines, rc) and not (
+                        rc is None and "Batch job submission failed" in exc.message):
+                    problems.append((body, exc.lines, exc.exit_code, real_lines, rc))
+            else:
+                if rc is not None or _blocks(format_verbose_block(req)) != _blocks(err):
+                    problems.append((body, _blocks(format_verbose_block(req)), rc, err))
+        finally:
+            os.chdir(cwd)
+    assert not problems, "\n\n".join(map(repr, problems))
+
+
+@pytest.mark.slow
+@pytest.mark.compat
+@needs_real
+def test_random_command_lines_match_real_sbatch(tmp_path: Path) -> None:
+    """150 random command lines + SBATCH_* variables over a small script, both parsers."""
+    import random
+    import re
+    from concurrent.futures import ThreadPoolExecutor
+    from plurm.grammar.options import env_inputs
+    from plurm.grammar.sbatch_cli import format_verbose_block
+    rnd = random.Random(int(os.environ.get("PLURM_FUZZ_SEED", "1129")))
+    opts = ["-J", "--job-name", "-t", "--time", "-N", "-n", "--mem", "--mem-per-cpu",
+            "--signal", "--mail-type", "-a", "-p", "--exclusive", "--nice", "-H", "--gres",
+            "--export", "--open-mode", "-d", "--begin", "-c", "--ntasks-per-node", "-w",
+            "--parsable", "--requeue", "--no-requeue", "--hint", "--distribution", "-o"]
+    vals = ["x", "5", "1-2", "1:30", "abc", "gpu:2", "USR1@30", "END,FAIL", "1-5%2", "user",
+            "append", "afterok:1", "4G", "", "0", "n[1-3]", "block", "nomultithread", "%j.out"]
+    # (SBATCH_CLUSTERS would make real sbatch ask a database)
+    envs = sorted({v for v, _ in env_inputs("sbatch")} - {"SBATCH_CLUSTERS"})
+    (tmp_path / "s.sh").write_text("#!/bin/bash\n#SBATCH -J script -t 10 --mem=1G\ntrue\n")
+    cases = []
+    for _ in range(150):
+        argv = []
+        for _ in range(rnd.randint(1, 4)):
+            o, v = rnd.choice(opts), rnd.choice(vals)
+            form = rnd.randint(0, 2)
+            if o.startswith("--") and form == 0:
+                argv.append(f"{o}={v}")
+            elif form == 1 and v:
+                argv += [o, v]
+            else:
+                argv.append(o + v if not o.startswith("--") else o)
+        env = {rnd.choice(envs): rnd.choice(vals)} if rnd.random() < 0.5 else {}
+        cases.append((["-v"] + argv + ["s.sh"], env))
+    confs = []
+    for k in range(len(cases)):
+        confs.append(tmp_path / f"conf{k}")
+        confs[-1].mkdir()
+    with ThreadPoolExecutor(12) as pool:   # one slurm.conf folder per case: no races
+        real = list(pool.map(lambda c: run_real(c[0][0], c[1], c[0][1], cwd=tmp_path,
+                                                timeout=2.0), zip(cases, confs)))
+    noise = re.compile(r"^sbatch: (select/|accounting_storage|cred/|Number of tasks|Setting|"
+                       r"error: Ignoring|error: Batch job submission failed: Unable to contact)")
+    problems = []
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        for (argv, env), (rc, err) in zip(cases, real):
+            real_lines = [ln.replace(REAL_SBATCH + ":", "sbatch:") for ln in err.splitlines()
+                          if not noise.match(ln) and "defined options" not in ln
+                          and not ln.startswith("sbatch: ---")
+                          and not re.match(r"sbatch: \S+\s+: ", ln)]
+            try:
+                req = parse_sbatch(argv, env, gres_types=["gpu", "mps", "tmpfs"])
+            except OptionError as exc:
+                if (exc.lines, exc.exit_code) != (real_lines, rc) and not (
+                        rc is None and "Batch job submission failed" in exc.message):
+                    problems.append((argv, env, exc.lines, exc.exit_code, real_lines, rc))
+            else:
+                ours = _blocks(format_verbose_block(req))
+                if rc is not None or ours != _blocks(err):
+                    problems.append((argv, env, ours, rc, real_lines, _blocks(err)))
+    finally:
+        os.chdir(cwd)
+    assert not problems, "\n\n".join(map(repr, problems))

@@ -274,3 +274,73 @@ def test_pbs_translation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         "job-name", "nodes", "ntasks", "time", "mail-type"]
     req = parse_sbatch(["--ignore-pbs", "p.sh"], {})
     assert req.options["job-name"] == "sb" and req.pbs_translated == []
+
+
+def test_directive_lines_and_array_limit(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.sh").write_text("#!/bin/sh\n#SBATCH -HN2\n#SBATCH --time\n#SBATCH 10\n"
+                                   "#SBATCH -a 0-5000\ntrue\n")
+    with pytest.raises(OptionError) as info:
+        parse_sbatch(["s.sh"], {})
+    assert info.value.exit_code == 1
+    req = parse_sbatch(["s.sh"], {}, max_array_size=10001)
+    assert [(d["line"], d["option"], d["given"]) for d in req.directives] == [
+        (2, "hold", "-H"), (2, "nodes", "-HN2"), (3, "time", "--time 10"),
+        (5, "array", "-a 0-5000")]
+    assert len(req.options["array"]["indices"]) == 5001
+
+
+# ------------------------------------------------------------------ whole-script properties
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from plurm.grammar.script import UnmatchedQuote, read_script, tokenize  # noqa: E402
+
+_LINE = st.text(alphabet="#SBATCHPBS -=\"'\\\t :,abcNnt0123456789%@[]", max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=60))
+def test_tokenize_total(text: str) -> None:
+    try:
+        words, comment = tokenize(text)
+    except UnmatchedQuote:
+        return
+    assert all(isinstance(w, str) for w in words)
+    assert comment == "" or comment.startswith("#")
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.one_of(_LINE, st.builds(lambda s: "#SBATCH " + s, _LINE),
+                                st.builds(lambda s: "#PBS " + s, _LINE)), max_size=8))
+def test_scripts_raise_only_option_errors(lines: list[str], tmp_path_factory) -> None:
+    body = "#!/bin/sh\n" + "\n".join(lines) + "\n"
+    try:
+        read_script(body)
+    except UnmatchedQuote:
+        pass
+    path = tmp_path_factory.mktemp("s") / "s.sh"
+    path.write_text(body)
+    try:
+        req = parse_sbatch([str(path)], {})
+    except OptionError as exc:
+        assert exc.lines and exc.exit_code in (1, 255)
+    else:
+        json.dumps(req.options)
+        format_verbose_block(req)
+
+
+def test_memory_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.sh").write_text("#!/bin/sh\n#SBATCH --mem=1G\ntrue\n")
+    (tmp_path / "n.sh").write_text(OK)
+    # the script's memory wins over the environment's; a command-line one beats the env
+    assert parse_sbatch(["m.sh"], {"SBATCH_MEM_PER_CPU": "4G"}).options == {"mem": 1024}
+    req = parse_sbatch(["--mem-per-cpu=5", "n.sh"], {"SBATCH_MEM_PER_NODE": "2G"})
+    assert req.options == {"mem-per-cpu": 5}
+    for argv, env in ((["n.sh"], {"SBATCH_MEM_PER_CPU": "4G", "SBATCH_MEM_PER_NODE": "2G"}),
+                      (["--mem-per-cpu=3", "m.sh"], {})):
+        with pytest.raises(OptionError) as info:
+            parse_sbatch(argv, env)
+        assert info.value.exit_code == 1 and "mutually exclusive" in info.value.message
