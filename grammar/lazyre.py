@@ -34,3 +34,15 @@ def lazy(pattern: str, flags: int = 0) -> LazyPattern:
 # re's flag values, for modules that do not import re at start-up.
 DOTALL = 16
 IGNORECASE = 2
+
+
+class _LazyModule:
+    """``re`` itself, imported at the first attribute used (``from lazyre import re``)."""
+
+    def __getattr__(self, name: str):
+        import re as module
+
+        return getattr(module, name)
+
+
+re = _LazyModule()

@@ -13,7 +13,11 @@ bytecode cached: values 0.6 ms, options 1.0 ms, script 0.2 ms, sbatch_cli 0.4 ms
 """
 from __future__ import annotations
 
-from typing import Generator, Iterator, NamedTuple
+from collections import namedtuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: `typing` costs milliseconds of every sbatch start-up
+    from collections.abc import Generator, Iterator
 
 from .values import OptionError, OptionValueError
 
@@ -25,17 +29,19 @@ _CMD_LETTER = {"b": "sbatch", "r": "srun", "a": "salloc"}
 _ENV_PREFIX = {"b": "SBATCH_", "r": "SLURM_", "a": "SALLOC_"}
 
 
-class Option(NamedTuple):
-    """One row of the table (a NamedTuple: no dataclasses import on the start-up path)."""
-    name: str                  # long name, as the commands spell it
-    short: str | None          # short letter, if any
-    arg: str                   # "none" | "required" | "optional"
-    parser: str                # key of values.PARSERS
-    commands: frozenset        # which of sbatch/srun/salloc accept it
-    env: dict                  # command -> tuple of input environment variable names
-    key: str                   # the option it sets (tasks-per-node sets ntasks-per-node)
-    accumulate: bool = False   # repeats add up (-v) instead of the last one winning
-    ident: str = ""            # getopt identity: an identical alias (cpu_bind) shares it
+# One row of the table.  A collections.namedtuple (no typing or dataclasses import on
+# sbatch's start-up path):
+#   name        long name, as the commands spell it
+#   short       short letter, if any
+#   arg         "none" | "required" | "optional"
+#   parser      key of values.PARSERS
+#   commands    frozenset of sbatch/srun/salloc that accept it
+#   env         command -> tuple of input environment variable names
+#   key         the option it sets (tasks-per-node sets ntasks-per-node)
+#   accumulate  repeats add up (-v) instead of the last one winning
+#   ident       getopt identity: an identical alias (cpu_bind) shares it
+Option = namedtuple("Option", ["name", "short", "arg", "parser", "commands", "env", "key", "accumulate", "ident"],
+                    defaults=(False, ""))
 
 
 # Columns: long name | short | arg (n=none r=required o=optional) | parser | commands
@@ -295,11 +301,9 @@ def lookup_long(prog: str, word: str) -> Option:
     raise LookupError([o.name for o in listed])
 
 
-class Parsed(NamedTuple):
-    option: Option
-    value: str | None          # None for flags / optional argument not given
-    given: list[str]           # the argv words consumed
-    index: int = 0             # position in args of the first word consumed
+# A parsed option: the row, its value (None for flags / an optional argument not given),
+# the argv words consumed, and the position in args of the first of them.
+Parsed = namedtuple("Parsed", ["option", "value", "given", "index"], defaults=(0,))
 
 
 def getopt(prog: str, args: list[str]) -> tuple[list[Parsed], list[str]]:

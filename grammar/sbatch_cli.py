@@ -19,9 +19,12 @@ Order of work, as sbatch does it (observed with sbatch 22.05.8):
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
-from typing import Any, Iterable, Mapping
+
+from plurm.grammar.lazyre import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (start-up cost)
+    from typing import Any, Iterable, Mapping
 
 from . import values as V
 from .options import (EXTRA_ENV, Option, OptionError, OptionValueError, Parsed, env_inputs,
@@ -32,13 +35,14 @@ from .script import (Directive, ScriptInfo, UnmatchedQuote, check_script, read_s
 __all__ = ["SbatchRequest", "SrunRequest", "parse_sbatch", "parse_srun", "parse_salloc",
            "format_verbose_block", "help_text", "usage_text", "version_text", "normalized"]
 
-_TEXTS = Path(__file__).resolve().parent / "texts"
+_TEXTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "texts")
 WRAP_HEADER = "#!/bin/sh\n# This script was created by sbatch --wrap.\n\n"
 _INFO_OPTS = ("help", "usage", "version")
 
 
 def _text(name: str) -> str:
-    return (_TEXTS / name).read_text(encoding="utf-8")
+    with open(os.path.join(_TEXTS, name), encoding="utf-8") as handle:
+        return handle.read()
 
 
 def help_text(prog: str = "sbatch") -> str:
@@ -369,7 +373,8 @@ def parse_sbatch(argv: list[str], env: Mapping[str, str], stdin_bytes: bytes | N
         if rest:
             script_path, script_args = rest[0], rest[1:]
             try:
-                data = Path(script_path).read_bytes()
+                with open(script_path, "rb") as handle:
+                    data = handle.read()
             except OSError:
                 raise OptionError([f"{prog}: error: Unable to open file {script_path}"],
                                   1) from None

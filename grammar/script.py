@@ -20,7 +20,9 @@ sbatch applies, observed side by side with sbatch 22.05.8:
 """
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (start-up cost)
+    from typing import Any
 
 from .values import OptionError
 

@@ -12,9 +12,13 @@ nothing compiled at import time beyond a handful of small regular expressions.
 """
 from __future__ import annotations
 
-import re
 import time as _time
-from typing import Any, Callable
+
+from plurm.grammar.lazyre import re  # imported at first use: most submissions need no pattern
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: `typing` costs milliseconds of every sbatch start-up
+    from typing import Any, Callable
 
 __all__ = [
     "OptionError", "OptionValueError", "PARSERS", "parse_time", "parse_memory", "parse_nodes",

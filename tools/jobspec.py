@@ -11,7 +11,9 @@ start-up path.  Options plurm does not act on yet are kept, as given, in
 from __future__ import annotations
 
 import os
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (start-up cost)
+    from typing import Any
 
 # Options that become JobSpec fields (or shape the request) rather than other_options.
 _HANDLED = {
