@@ -45,8 +45,9 @@ def _export_environment(export: dict[str, Any] | None, environ: dict[str, str]) 
 
 
 def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str, str], batch: bool,
-               script: str | None = None, command: str | None = None, script_args: list[str] | None = None
-               ) -> dict[str, Any]:
+               script: str | None = None, command: str | None = None, script_args: list[str] | None = None,
+               raw_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``raw_options``: the values as the user wrote them (kept for the options not acted on)."""
     spec: dict[str, Any] = {"name": options.get("job-name") or default_name, "batch": batch}
     for option, field_name in (("partition", "partition"), ("account", "account"), ("qos", "qos"),
                                ("ntasks", "ntasks"), ("cpus-per-task", "cpus_per_task"),
@@ -121,10 +122,23 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
         spec["command"] = command
     if script_args:
         spec["script_args"] = list(script_args)
-    other = {k: _raw(v) for k, v in options.items() if k not in _HANDLED}
+    raw = raw_options or {}
+    other = {k: str(raw[k]) if k in raw else _raw(v) for k, v in options.items() if k not in _HANDLED}
     if other:
         spec["other_options"] = other
     return spec
+
+
+# Options that change nothing in how Slurm runs a job (bookkeeping, output of the command
+# itself): plurm keeps them without a warning.
+_NO_EFFECT = {"wckey", "mcs-label", "acctg-freq", "profile", "quiet", "verbose", "ignore-pbs", "propagate",
+              "kill-on-invalid-dep", "export-file", "uid", "gid", "get-user-env", "mpi", "job-name", "cpu-bind",
+              "distribution"}
+
+
+def not_acted_on(spec: dict[str, Any]) -> list[str]:
+    """The kept options whose effect plurm does not produce yet: warn about them once."""
+    return sorted(k for k in spec.get("other_options", {}) if k not in _NO_EFFECT)
 
 
 def _gres_text(value: Any) -> str:

@@ -56,7 +56,13 @@ def main(argv: list[str] | None = None) -> int:
         default_name = "sbatch"
     spec = build_spec(options, default_name=default_name, environ=environ, batch=True, script=req.script_text,
                       command=os.path.abspath(req.script_path) if req.script_path else None,
-                      script_args=req.script_args)
+                      script_args=req.script_args, raw_options=req.raw_options)
+    from plurm.tools.jobspec import not_acted_on
+
+    ignored = not_acted_on(spec)
+    if ignored:
+        print(f"sbatch: warning: plurm accepts but does not act on {', '.join('--' + k for k in ignored)} yet "
+              "(kept with the job: scontrol show job)", file=sys.stderr)
     test_only = bool(options.get("test-only"))
     try:
         reply = request("submit_job", {"spec": spec, "test_only": test_only})

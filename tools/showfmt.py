@@ -425,6 +425,11 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
         lines.append(f"StdOut={io_path(job, 'stdout')}")
     lines.append("Power=")
     lines.extend(tres_per(job))
+    other = spec.get("other_options") or {}
+    if other:
+        # Options plurm accepted and keeps but does not act on yet (sbatch warned about them).
+        lines.append("NotActedOn=" + " ".join(f"--{k}={v}" if v != "True" else f"--{k}"
+                                              for k, v in sorted(other.items())))
     return lines
 
 

@@ -233,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     own_allocation = job_id_text is None
     try:
         if own_allocation:
-            spec = build_spec(options, default_name=os.path.basename(req.command[0]), environ=environ, batch=False)
+            spec = build_spec(options, default_name=os.path.basename(req.command[0]), environ=environ, batch=False,
+                              raw_options=req.raw_options)
             job = allocate(conn, spec, "srun", quiet=bool(options.get("quiet")))
         else:
             job = job_record(conn, int(str(job_id_text).split("_")[0]))
