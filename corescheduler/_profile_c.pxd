@@ -38,5 +38,6 @@ cpdef tuple sweep(list bt, list bc, list bm, list events, long nslots, list orde
                   long mem_per_node, long mem_per_cpu, int exclusive, int lazy)
 
 @cython.locals(j=cython.Py_ssize_t, k=cython.Py_ssize_t, lc=cython.long, lm=cython.long)
-cdef int _fill(list t, list c, list m, long start, long end, long nslots, list wcpu, list wmem,
-               Py_ssize_t p) except -1
+cdef long _fill(list t, list c, list m, long start, long end, long nslots, list wcpu, list wmem,
+                Py_ssize_t p, long total, long cpus_per_task, long mem_per_node, long mem_per_cpu,
+                int exclusive, long ntasks_per_node) except -1

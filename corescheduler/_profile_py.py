@@ -160,12 +160,25 @@ def window_min(t: list, c: list, m: list, start: int, end: int, nslots: int):
 
 
 def _fill(t: list, c: list, m: list, start: int, end: int, nslots: int, wcpu: list,
-          wmem: list, p: int):
-    """window_min() written into wcpu[p], wmem[p] (no tuple in the hot loop)."""
+          wmem: list, p: int, total: int, cpus_per_task: int, mem_per_node: int,
+          mem_per_cpu: int, exclusive: int, ntasks_per_node: int):
+    """The node's capacity for the job over [start, end); its minima into wcpu[p], wmem[p].
+
+    Shortcut: when the first slot alone leaves no room, the run cannot have
+    any, and that slot's values (an upper bound of the minima, giving
+    capacity 0 all the same) are stored without scanning the run.  The
+    sweep keeps this sound: such a value only goes down on the right, and
+    is recomputed when a segment no higher than it leaves on the left.
+    """
     j = segment(t, start)
     k = len(t)
     lc = c[j]
     lm = m[j]
+    if capacity(lc, lm, total, cpus_per_task, mem_per_node, mem_per_cpu, exclusive,
+                ntasks_per_node) == 0:
+        wcpu[p] = lc
+        wmem[p] = lm
+        return 0
     j += 1
     while j < k and (end >= nslots or t[j] < end):
         if c[j] < lc:
@@ -175,7 +188,8 @@ def _fill(t: list, c: list, m: list, start: int, end: int, nslots: int, wcpu: li
         j += 1
     wcpu[p] = lc
     wmem[p] = lm
-    return 0
+    return capacity(lc, lm, total, cpus_per_task, mem_per_node, mem_per_cpu, exclusive,
+                    ntasks_per_node)
 
 
 def sweep(bt: list, bc: list, bm: list, events: list, nslots: int, order: list, pos_of: list,
@@ -194,7 +208,8 @@ def sweep(bt: list, bc: list, bm: list, events: list, nslots: int, order: list, 
     slot if it refuses.
 
     On return ``wcpu``/``wmem`` (by position) hold those minima at the slot
-    found.  With ``lazy`` the first slot stops at the shortest prefix of
+    found, for every node with room; for a node without, values that leave
+    it none (see _fill).  With ``lazy`` the first slot stops at the shortest prefix of
     ``order`` that qualifies (place() never looks further).  Returns
     (slot, positions filled), or (-1, 0) when no slot in the window
     qualifies.
@@ -206,9 +221,8 @@ def sweep(bt: list, bc: list, bm: list, events: list, nslots: int, order: list, 
     end = first + length
     for p in range(n):
         i = order[p]
-        _fill(bt[i], bc[i], bm[i], first, end, nslots, wcpu, wmem, p)
-        cap = capacity(wcpu[p], wmem[p], totals[p], cpus_per_task, mem_per_node, mem_per_cpu,
-                       exclusive, ntasks_per_node)
+        cap = _fill(bt[i], bc[i], bm[i], first, end, nslots, wcpu, wmem, p, totals[p],
+                    cpus_per_task, mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
         caps[p] = cap
         if cap > 0:
             count += 1
@@ -222,7 +236,7 @@ def sweep(bt: list, bc: list, bm: list, events: list, nslots: int, order: list, 
         # The slot entering on the right (only if the window was not already
         # open-ended): free resources can only go down there.
         r = end - 1
-        if r < 0:
+        if r < nslots:
             entering = events[r]
             for q in range(len(entering)):
                 i = entering[q]
@@ -260,9 +274,18 @@ def sweep(bt: list, bc: list, bm: list, events: list, nslots: int, order: list, 
             p = pos_of[i]
             if p < 0:
                 continue
-            _fill(bt[i], bc[i], bm[i], s, end, nslots, wcpu, wmem, p)
-            cap = capacity(wcpu[p], wmem[p], totals[p], cpus_per_task, mem_per_node, mem_per_cpu,
-                           exclusive, ntasks_per_node)
+            t = bt[i]
+            j = segment(t, s)
+            if t[j] != s:
+                continue  # a stale entry: the node has no step here
+            # The slot leaving lay in segment j-1: if it was above the minimum
+            # in both CPUs and memory, the minimum is still reached in the window.
+            cr = bc[i]
+            mr = bm[i]
+            if cr[j - 1] > wcpu[p] and mr[j - 1] > wmem[p]:
+                continue
+            cap = _fill(t, cr, mr, s, end, nslots, wcpu, wmem, p, totals[p], cpus_per_task,
+                        mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
             if cap != caps[p]:
                 if caps[p] > 0:
                     count -= 1

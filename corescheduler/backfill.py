@@ -116,8 +116,8 @@ class BackfillCursor:
     """Where a yielded cycle stopped (bf_continue resumes from here)."""
 
     tested: int
-    done: frozenset[int]
-    reservations: tuple[Reservation, ...]
+    done: frozenset[tuple[int, int]]  # (job id, occurrence): an array record stands for several tasks
+    reservations: tuple[tuple[tuple[int, int], Reservation], ...]
 
 
 @dataclass
@@ -206,10 +206,6 @@ class Profile:
         """Hold what the planner itself chose: not fitting is a bug, as in Scheduler.allocate."""
         if not self.reserve(alloc, start, end):
             raise AssertionError(f"backfill plan oversubscribes {alloc.nodes} at slots [{start}, {end})")
-
-    def free_at(self, node: str, slot: int) -> tuple[int, int]:
-        i = self.index[node]
-        return self.k.window_min(self.bt[i], self.bc[i], self.bm[i], slot, slot + 1, self.nslots)
 
 
 class _Candidates:
@@ -369,33 +365,47 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
     planner = _Planner(scheduler, profile, kernel)
     result = BackfillResult()
 
-    done: set[int] = set()
+    done: set[tuple[int, int]] = set()
     tested = 0
-    kept: list[Reservation] = []
+    kept: list[tuple[tuple[int, int], Reservation]] = []
     if cursor is not None and params.bf_continue:
         tested = cursor.tested
         done = set(cursor.done)
-        for resv in cursor.reservations:
+        for task, resv in cursor.reservations:
             start = profile.start_slot(resv.start)
             end = profile.release_slot(resv.end)
-            if start < profile.nslots and profile.reserve(resv.allocation, start, end):
-                kept.append(resv)
-                result.planned_start[resv.job_id] = profile.slot_time(start)
-                result.reservations[resv.job_id] = resv
+            # A planned start that has come (or left the window) is planned afresh.
+            if 0 < start < profile.nslots and profile.reserve(resv.allocation, start, end):
+                kept.append((task, resv))
+                result.planned_start.setdefault(resv.job_id, profile.slot_time(start))
+                result.reservations.setdefault(resv.job_id, resv)
             else:  # the cluster changed under it: plan that job again
-                profile.reserve(resv.allocation, start, end, sign=-1)
-                done.discard(resv.job_id)
+                if 0 < start < profile.nslots:
+                    profile.reserve(resv.allocation, start, end, sign=-1)
+                done.discard(task)
 
+    why_cache: dict[tuple, str | None] = {}
     array_resv: dict[int, int] = {}  # per array: tasks reserved (not kept across yields)
     started = 0
     tested_here = 0
+    # The controller lists an array's pending record once per task it may start:
+    # each occurrence is one task.
+    occurrence: dict[int, int] = {}
     for job, demand in pending:
-        if job.job_id in done:
+        k = occurrence[job.job_id] = occurrence.get(job.job_id, -1) + 1
+        task = (job.job_id, k)
+        if task in done:
             continue
         partition = scheduler.partitions.get(job.partition)
         if partition is None:
             continue
-        if scheduler.partition_reason(job, demand, partition) is not None:
+        # partition_reason is O(partition nodes); it depends on nothing but these.
+        why_key = (job.partition, _demand_key(demand), job.time_limit)
+        if why_key in why_cache:
+            why = why_cache[why_key]
+        else:
+            why = why_cache[why_key] = scheduler.partition_reason(job, demand, partition)
+        if why is not None:
             continue  # the main pass gave it its reason; backfill cannot help
         if job.array_job_id is not None and array_resv.get(job.array_job_id, 0) >= params.max_job_array_resv:
             continue
@@ -408,7 +418,7 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
             break
         tested += 1
         tested_here += 1
-        done.add(job.job_id)
+        done.add(task)
 
         cands = planner.candidates(partition, demand)
         length = profile.slots_for(job.time_limit)
@@ -433,17 +443,18 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
         # Not now: Priority if only reservations stand in its way, else Resources.
         if demand.gres or key in planner.never_now or not planner.fits_now_alone(cands, demand):
             planner.never_now.add(key)
-            result.reasons[job.job_id] = REASON_RESOURCES
+            result.reasons.setdefault(job.job_id, REASON_RESOURCES)
         else:
-            result.reasons[job.job_id] = REASON_PRIORITY
+            result.reasons.setdefault(job.job_id, REASON_PRIORITY)
         if alloc is not None and slot > 0:
             profile.hold(alloc, slot, slot + length)
             start = profile.slot_time(slot)
             end = None if slot + length >= profile.nslots else start + length * profile.res
             resv = Reservation(job.job_id, start, end, alloc)
-            kept.append(resv)
-            result.planned_start[job.job_id] = start
-            result.reservations[job.job_id] = resv
+            kept.append((task, resv))
+            # An array record keeps its first (earliest) task's plan.
+            result.planned_start.setdefault(job.job_id, start)
+            result.reservations.setdefault(job.job_id, resv)
             if job.array_job_id is not None:
                 array_resv[job.array_job_id] = array_resv.get(job.array_job_id, 0) + 1
     result.tested = tested
@@ -460,11 +471,17 @@ def schedule_with_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand
     pending reason of the jobs backfill tested, as the main pass does.
     """
     starts = scheduler.schedule(pending, now)
-    started = {s.job.job_id for s in starts}
+    started: dict[int, int] = {}  # job id -> tasks started (an array record may start several)
+    for s in starts:
+        started[s.job.job_id] = started.get(s.job.job_id, 0) + 1
     extra = [(s.allocation.nodes, s.allocation.cpus, s.allocation.mem,
               None if s.job.time_limit is None else now + s.job.time_limit * 60.0) for s in starts]
-    left = [(job, demand) for job, demand in pending
-            if job.job_id not in started and job.reason in (REASON_RESOURCES, REASON_PRIORITY)]
+    left = []
+    for job, demand in pending:
+        if started.get(job.job_id, 0) > 0:
+            started[job.job_id] -= 1
+        elif job.reason in (REASON_RESOURCES, REASON_PRIORITY) or job.job_id in started:
+            left.append((job, demand))
     result = plan_backfill(scheduler, left, running, now, params, kernel=kernel, extra_busy=extra)
     for start in result.starts:
         start.job.reason = "None"

@@ -5,9 +5,10 @@ PriorityTier may preempt running jobs of partitions with a lower tier, lowest ti
 youngest first, never a job of an equal or higher tier.  ``preempt/none`` preempts
 nothing.  What happens to a preempted job is its partition's ``PreemptMode`` (else the
 cluster's): CANCEL ends it as PREEMPTED, REQUEUE puts it back in the queue with the same
-id and one more restart.  Both first send SIGCONT and SIGTERM, and SIGKILL after the
-partition's GraceTime.  (SUSPEND and preempt/qos need gang scheduling and the QOS store:
-not yet.)
+id and one more restart (both send SIGCONT and SIGTERM, and SIGKILL after the partition's
+GraceTime); SUSPEND stops it (SIGTSTP, then SIGSTOP) and gives its CPUs to the preemptor
+while it keeps its memory, and resumes it (SIGCONT) once its CPUs are free again; time
+spent suspended does not count against its limit.  (preempt/qos: not yet.)
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from plurm.corescheduler.model import RUNNING, Job, Partition
 
 CANCEL = "CANCEL"
 REQUEUE = "REQUEUE"
-SUPPORTED_MODES = (CANCEL, REQUEUE)
+SUSPEND = "SUSPEND"
+SUPPORTED_MODES = (CANCEL, REQUEUE, SUSPEND)
 
 
 class NoPreemption:
@@ -47,7 +49,7 @@ class PartitionPrioPreemption:
             theirs = partitions.get(other.partition)
             if theirs is None or theirs.priority_tier >= tier:
                 continue  # never a job of an equal or higher tier
-            if other.state != RUNNING or other.completing or other.cancel_state:
+            if other.state != RUNNING or other.completing or other.cancel_state or other.suspend_time:
                 continue
             if other.start_time is not None and now - other.start_time < exempt_s:
                 continue  # PreemptExemptTime

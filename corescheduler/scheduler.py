@@ -155,9 +155,13 @@ class Scheduler:
         self.gres_used: list[dict[str, set[int]]] = [{} for _ in self._names]
 
     # -- allocation bookkeeping
-    def allocate(self, alloc: Allocation) -> None:
+    def allocate(self, alloc: Allocation, memory: bool = True) -> None:
+        """Take an allocation's resources (``memory=False``: CPUs and GRES only, for a suspended
+        job that resumes: its memory stayed allocated)."""
         for k, (name, cpus, mem) in enumerate(zip(alloc.nodes, alloc.cpus, alloc.mem)):
             i = self._index[name]
+            if not memory:
+                mem = 0
             if k < len(alloc.gres):
                 for gres_name, indices in alloc.gres[k].items():
                     used = self.gres_used[i].setdefault(gres_name, set())
@@ -172,12 +176,18 @@ class Scheduler:
             if self.free_cpus[i] < 0 or self.free_mem[i] < 0:
                 raise AssertionError(f"node {name} oversubscribed")
 
-    def release(self, job: Job) -> None:
+    def release(self, job: Job, memory: bool = True, cpus_and_gres: bool = True) -> None:
+        """Give a job's resources back (``memory=False``: a suspended job keeps its memory;
+        ``cpus_and_gres=False``: a suspended job ends, and only its memory was still held)."""
         for k, (name, cpus, mem) in enumerate(zip(job.nodes, job.cpus, job.mem)):
             i = self._index.get(name)
             if i is None:
                 continue
-            if k < len(job.gres_alloc):
+            if not memory:
+                mem = 0
+            if not cpus_and_gres:
+                cpus = 0
+            elif k < len(job.gres_alloc):
                 for gres_name, indices in job.gres_alloc[k].items():
                     self.gres_used[i].get(gres_name, set()).difference_update(indices)
             node = self.nodes[name]

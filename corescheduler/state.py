@@ -394,6 +394,7 @@ class ClusterState:
                 job.array_task_id = job.array_pending[0]
                 job.array_pending = []
             out.extend(self._start(job, start.allocation, now))
+        out.extend(self._resume_suspended(now))
         # Write back only what changed: a pass over a long queue must not rewrite it.
         for job, _ in candidates:
             if job.state == model.PENDING and before.pop(job.job_id, job.reason) != job.reason:
@@ -421,21 +422,29 @@ class ClusterState:
                 self.scheduler.allocate(Allocation(gone.nodes, gone.cpus, gone.mem, gone.tasks, gone.gres_alloc))
             return []
         for victim in self.preempt_policy.candidates(job, running, self.partitions, now, self.preempt_exempt_s):
-            if preempt.mode_of(self.partitions.get(victim.partition), self.preempt_mode) not in preempt.SUPPORTED_MODES:
+            mode = preempt.mode_of(self.partitions.get(victim.partition), self.preempt_mode)
+            if mode not in preempt.SUPPORTED_MODES:
                 continue
-            self.scheduler.release(victim)  # tentatively: put back below
+            # Tentatively (put back below); a suspended job would keep its memory.
+            self.scheduler.release(victim, memory=mode != preempt.SUSPEND)
             victims.append(victim)
             self.scheduler.prepare()
             placed = self.scheduler.try_place(demand, partition)
             if placed is not None:
                 break
-        for victim in victims:
-            self.scheduler.allocate(Allocation(victim.nodes, victim.cpus, victim.mem, victim.tasks, victim.gres_alloc))
+        for k, victim in enumerate(victims):
+            suspended = k >= len(leaving) and \
+                preempt.mode_of(self.partitions.get(victim.partition), self.preempt_mode) == preempt.SUSPEND
+            self.scheduler.allocate(Allocation(victim.nodes, victim.cpus, victim.mem, victim.tasks, victim.gres_alloc),
+                                    memory=not suspended)
         if placed is None:
             return []
         out: list[Outgoing] = []
         for victim in victims[len(leaving):]:
             mode = preempt.mode_of(self.partitions.get(victim.partition), self.preempt_mode)
+            if mode == preempt.SUSPEND:
+                out.extend(self._suspend(victim, job, now))
+                continue
             grace = self.partitions[victim.partition].grace_time if victim.partition in self.partitions else 0
             log.info("job %s preempts job %s (%s)", job.job_id, victim.job_id, mode)
             victim.cancel_state = model.PREEMPTED if mode == preempt.CANCEL else "REQUEUE"
@@ -446,6 +455,51 @@ class ClusterState:
             self._save(victim)
             body = dict(self.terminate_body(victim), kill_wait=float(grace))
             out.extend(Outgoing(n, "terminate_job", body) for n in victim.nodes)
+        return out
+
+    def _suspend(self, victim: Job, preemptor: Job, now: float) -> list[Outgoing]:
+        """PreemptMode=SUSPEND: SIGTSTP then SIGSTOP; CPUs and GRES go, memory stays."""
+        log.info("job %s preempts job %s (SUSPEND)", preemptor.job_id, victim.job_id)
+        self.scheduler.release(victim, memory=False)
+        victim.state = model.SUSPENDED
+        victim.suspend_time = now
+        victim.preempted_by = preemptor.job_id
+        victim.reason = f"Preempted by {preemptor.job_id}"
+        self._save(victim)
+        self.need_schedule = True  # its CPUs are free now: the preemptor starts in the next pass
+        out = []
+        for signum in (20, 19):  # SIGTSTP, then SIGSTOP
+            out.extend(Outgoing(n, "signal_job", {"job_id": victim.job_id, "signal": signum, "scope": "all"})
+                       for n in victim.nodes)
+        return out
+
+    def _resume_suspended(self, now: float) -> list[Outgoing]:
+        """Resume suspended jobs whose CPUs and GRES are free again (SIGCONT), highest tier first."""
+        out: list[Outgoing] = []
+        tiers = {p.name: p.priority_tier for p in self.partitions.values()}
+        waiting = sorted((j for j in self.jobs.values() if j.state == model.SUSPENDED and j.suspend_time),
+                         key=lambda j: (-tiers.get(j.partition, 0), -j.priority, j.job_id))
+        for job in waiting:
+            preemptor = self.jobs.get(job.preempted_by) if job.preempted_by is not None else None
+            if preemptor is not None and preemptor.state == model.PENDING:
+                continue  # the room is for the job it was suspended for, which has not started yet
+            index = self.scheduler._index
+            if not all(self.scheduler.free_cpus[index[n]] >= c for n, c in zip(job.nodes, job.cpus)):
+                continue
+            if any(self.scheduler.gres_used[index[n]].get(name, set()) & set(units)
+                   for n, alloc in zip(job.nodes, job.gres_alloc) for name, units in alloc.items()):
+                continue
+            self.scheduler.allocate(Allocation(job.nodes, job.cpus, job.mem, job.tasks, job.gres_alloc), memory=False)
+            if job.end_time is not None and job.suspend_time is not None:
+                job.end_time += now - job.suspend_time  # suspended time does not count
+            job.state = model.RUNNING
+            job.suspend_time = None
+            job.preempted_by = None
+            job.reason = "None"
+            self._save(job)
+            log.info("job %s resumed", job.job_id)
+            out.extend(Outgoing(n, "signal_job", {"job_id": job.job_id, "signal": 18, "scope": "all"})
+                       for n in job.nodes)
         return out
 
     def _requeue(self, job: Job, now: float) -> None:
@@ -547,14 +601,17 @@ class ClusterState:
         return out
 
     def _finish(self, job: Job, state: str, end: float, exit_code: int = 0, exit_signal: int = 0) -> list[Outgoing]:
-        was_allocated = job.state == model.RUNNING or job.completing
+        was_allocated = job.state in (model.RUNNING, model.SUSPENDED) or job.completing
         job.state = state
         job.completing = False
         job.end_time = end
         job.exit_code, job.exit_signal = exit_code, exit_signal
         if job.start_time is None:
             job.start_time = end if state != model.CANCELLED else None
-        if was_allocated:
+        if job.suspend_time is not None:  # suspended: only its memory was still held
+            self.scheduler.release(job, cpus_and_gres=False)
+            job.suspend_time = None
+        elif was_allocated:
             self.scheduler.release(job)
             for name in job.nodes:
                 self.nodes[name].last_busy_time = end
@@ -622,7 +679,7 @@ class ClusterState:
                     return []
                 job.array_task_id = cancelled[-1] if len(cancelled) == 1 else job.array_task_id
             return self._finish(job, model.CANCELLED, now)
-        if job.state == model.RUNNING:
+        if job.state in (model.RUNNING, model.SUSPENDED):
             job.cancel_state = model.CANCELLED
             if not job.spec.batch:
                 out = self._finish(job, model.CANCELLED, now)

@@ -162,7 +162,7 @@ class Step:
                 from plurm.tools.allocation import job_record
 
                 job = job_record(self.conn, self.job["job_id"])
-                if job is None or job.get("state") != "RUNNING":
+                if job is None or job.get("state") not in ("RUNNING", "SUSPENDED"):
                     gone_since = gone_since or now
                     if now - gone_since > 5.0:
                         break

@@ -37,13 +37,13 @@ job_specs = st.lists(st.tuples(
 ), min_size=1, max_size=25)
 
 
-def _state(tmp: Path, shapes: list[tuple[int, int, int]], preempt: bool) -> ClusterState:
+def _state(tmp: Path, shapes: list[tuple[int, int, int]], preempt: bool, mode: str = "REQUEUE") -> ClusterState:
     nodes = {}
     for i, (cpus, mem, gpus) in enumerate(shapes):
         nodes[f"n{i}"] = Node(name=f"n{i}", cpus=cpus, real_memory=mem, responding=True, boot_time=1.0,
                               gres=[f"gpu:{gpus}"] if gpus else [])
     names = list(nodes)
-    partitions = {"low": Partition(name="low", nodes=names, default=True, priority_tier=1, preempt_mode="REQUEUE"),
+    partitions = {"low": Partition(name="low", nodes=names, default=True, priority_tier=1, preempt_mode=mode),
                   "high": Partition(name="high", nodes=names, priority_tier=2)}
     store = StateStore(str(tmp / f"state-{next(_counter)}.db"))
     return ClusterState(store, nodes, partitions, cluster_name="t", default_mem_per_cpu=100,
@@ -55,11 +55,12 @@ def _check_no_oversubscription(state: ClusterState) -> None:
     used_mem = {n: 0 for n in state.nodes}
     used_gpus: dict[str, list[int]] = {n: [] for n in state.nodes}
     for job in state.jobs.values():
-        if job.state == model.RUNNING or job.completing:
+        if job.state == model.RUNNING or job.completing or job.state == model.SUSPENDED:
+            suspended = job.suspend_time is not None  # holds its memory only
             for k, name in enumerate(job.nodes):
-                used_cpus[name] += job.cpus[k]
+                used_cpus[name] += 0 if suspended else job.cpus[k]
                 used_mem[name] += job.mem[k]
-                if k < len(job.gres_alloc):
+                if k < len(job.gres_alloc) and not suspended:
                     used_gpus[name] += job.gres_alloc[k].get("gpu", [])
     for name, node in state.nodes.items():
         assert used_cpus[name] <= node.cpus, f"{name}: {used_cpus[name]} CPUs > {node.cpus}"
@@ -81,9 +82,10 @@ def _fits_idle(state: ClusterState, spec: JobSpec) -> bool:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(node_shapes, job_specs, st.booleans(), st.randoms(use_true_random=False))
-def test_scheduling_invariants(tmp_path: Path, shapes, jobs, preempt, rnd) -> None:
-    state = _state(tmp_path, shapes, preempt)
+@given(node_shapes, job_specs, st.booleans(), st.sampled_from(["REQUEUE", "CANCEL", "SUSPEND"]),
+       st.randoms(use_true_random=False))
+def test_scheduling_invariants(tmp_path: Path, shapes, jobs, preempt, mode, rnd) -> None:
+    state = _state(tmp_path, shapes, preempt, mode)
     submitted = []
     for nodes, tasks, cpt, mem, gpus, high in jobs:
         spec = JobSpec(nodes_min=nodes, nodes_max=nodes, ntasks=max(tasks, nodes), cpus_per_task=cpt,
@@ -105,7 +107,7 @@ def test_scheduling_invariants(tmp_path: Path, shapes, jobs, preempt, rnd) -> No
                     # Preemption: the victim's tier is below every pending job that it makes room for.
                     assert state.partitions[victim.partition].priority_tier == 1
         running = [j for j in state.jobs.values() if j.state == model.RUNNING or j.completing]
-        if not running and all(state.jobs[j].state != model.PENDING for j in submitted):
+        if not running and all(state.jobs[j].state not in (model.PENDING, model.SUSPENDED) for j in submitted):
             break
         # Node daemons report some ends (preempted jobs first: they were told to stop).
         rnd.shuffle(running)
@@ -119,4 +121,5 @@ def test_scheduling_invariants(tmp_path: Path, shapes, jobs, preempt, rnd) -> No
     for job_id in submitted:
         job = state.jobs[job_id]
         if _fits_idle(state, job.spec):
-            assert job.state == model.COMPLETED, (job_id, job.state, job.reason)
+            # Preempted with CANCEL is an end too; everything else that fits ran to completion.
+            assert job.state in (model.COMPLETED, model.PREEMPTED), (job_id, job.state, job.reason)

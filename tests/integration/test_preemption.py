@@ -19,6 +19,7 @@ def tiers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     lines += ["PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE",
               "PartitionName=low Nodes=ALL Default=YES PriorityTier=1 PreemptMode=REQUEUE GraceTime=2",
               "PartitionName=scavenger Nodes=ALL PriorityTier=1 PreemptMode=CANCEL",
+              "PartitionName=susp Nodes=ALL PriorityTier=1 PreemptMode=SUSPEND",
               "PartitionName=high Nodes=ALL PriorityTier=2"]
     c.conf.write_text("\n".join(lines) + "\n")
     c.up()
@@ -66,3 +67,27 @@ def test_equal_tier_is_never_preempted(tiers: Cluster, tmp_path: Path) -> None:
     wait_for(lambda: tiers.job(other).get("reason") == "Resources", what="Resources")
     assert all(not tiers.job(j).get("restarts") for j in lows)
     tiers.run("scancel", str(other), *map(str, lows), check=True)
+
+
+def test_suspend_mode_stops_and_resumes(tiers: Cluster, tmp_path: Path) -> None:
+    ticker = "for i in $(seq 1 30); do echo $i; sleep 0.1; done"
+    low = [tiers.sbatch("-p", "susp", "-n", "2", "--mem-per-cpu=100", "--wrap", ticker, cwd=tmp_path)
+           for _ in range(2)]
+    for job_id in low:
+        tiers.wait_state(job_id, "RUNNING")
+    high = tiers.sbatch("-p", "high", "-n", "2", "--mem-per-cpu=100", "--wrap", "sleep 2", cwd=tmp_path)
+    tiers.wait_state(high, "RUNNING", timeout=30)
+    suspended = [j for j in low if tiers.job(j).get("state") == "SUSPENDED"]
+    assert len(suspended) == 1
+    out = tiers.run("squeue", "-h", "-j", str(suspended[0]), "-o", "%t", check=True).stdout
+    assert out == "S\n"
+    path = tmp_path / f"slurm-{suspended[0]}.out"
+    frozen = path.read_text()
+    import time
+
+    time.sleep(0.5)
+    assert path.read_text() == frozen  # stopped: no output while suspended
+    tiers.wait_state(high, "COMPLETED", timeout=30)
+    for job_id in low:
+        tiers.wait_state(job_id, "COMPLETED", timeout=30)
+    assert path.read_text().split() == [str(i) for i in range(1, 31)]
