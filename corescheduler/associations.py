@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS assoc_links (account TEXT NOT NULL, user TEXT NOT NUL
                                         shares INTEGER NOT NULL DEFAULT 1, usage REAL NOT NULL DEFAULT 0,
                                         decayed_at REAL NOT NULL DEFAULT 0, PRIMARY KEY (account, user));
 CREATE TABLE IF NOT EXISTS assoc_qos (name TEXT PRIMARY KEY, description TEXT,
-                                      priority INTEGER NOT NULL DEFAULT 0, max_jobs_per_user INTEGER);
+                                      priority INTEGER NOT NULL DEFAULT 0, max_jobs_per_user INTEGER,
+                                      preempt TEXT NOT NULL DEFAULT '', preempt_mode TEXT);
 """
 
 
@@ -85,18 +86,20 @@ class AssociationStore:
                         (account, name, shares, time.time()))
         self._factors = None
 
-    def add_qos(self, name: str, priority: int = 0, max_jobs_per_user: int | None = None) -> None:
+    def add_qos(self, name: str, priority: int = 0, max_jobs_per_user: int | None = None, preempt: str = "",
+                preempt_mode: str | None = None) -> None:
         if self.db.execute("SELECT 1 FROM assoc_qos WHERE name=?", (name,)).fetchone():
             raise AssociationError(f"Already existing QOS {name}")
-        self.db.execute("INSERT INTO assoc_qos (name, priority, max_jobs_per_user) VALUES (?, ?, ?)",
-                        (name, priority, max_jobs_per_user))
+        self.db.execute("INSERT INTO assoc_qos (name, priority, max_jobs_per_user, preempt, preempt_mode) "
+                        "VALUES (?, ?, ?, ?, ?)", (name, priority, max_jobs_per_user, preempt, preempt_mode))
 
     def modify(self, entity: str, name: str, fields: dict[str, str], account: str | None = None) -> None:
         columns = {"account": {"fairshare": "shares", "description": "description", "organization": "organization",
                                "parent": "parent"},
                    "user": {"fairshare": "shares", "defaultaccount": "default_account", "adminlevel": "admin"},
                    "qos": {"priority": "priority", "maxjobsperuser": "max_jobs_per_user",
-                           "description": "description"}}[entity]
+                           "description": "description", "preempt": "preempt",
+                           "preemptmode": "preempt_mode"}}[entity]
         for key, value in fields.items():
             column = columns.get(key.lower())
             if column is None:
@@ -138,8 +141,19 @@ class AssociationStore:
                 for r in self.db.execute("SELECT * FROM assoc_users ORDER BY name")]
 
     def qos(self) -> list[dict]:
-        return [{"name": r[0], "description": r[1] or "", "priority": r[2], "max_jobs_per_user": r[3]}
-                for r in self.db.execute("SELECT * FROM assoc_qos ORDER BY name")]
+        return [{"name": r[0], "description": r[1] or "", "priority": r[2], "max_jobs_per_user": r[3],
+                 "preempt": r[4], "preempt_mode": r[5]}
+                for r in self.db.execute("SELECT name, description, priority, max_jobs_per_user, preempt, preempt_mode "
+                                         "FROM assoc_qos ORDER BY name")]
+
+    def qos_preempts(self) -> dict[str, set[str]]:
+        """QOS name -> the QOS names its jobs may preempt (sacctmgr ... set Preempt=a,b)."""
+        return {r[0]: {q for q in (r[1] or "").split(",") if q}
+                for r in self.db.execute("SELECT name, preempt FROM assoc_qos")}
+
+    def qos_preempt_mode(self, name: str | None) -> str | None:
+        row = self.db.execute("SELECT preempt_mode FROM assoc_qos WHERE name=?", (name or "normal",)).fetchone()
+        return row[0] if row and row[0] else None
 
     def links(self) -> list[dict]:
         return [{"account": r[0], "user": r[1], "shares": r[2], "usage": r[3]}

@@ -422,7 +422,8 @@ class Controller:
                                            int(msg.fields.get("fairshare", 1)))
                     else:
                         store.add_qos(name, int(msg.fields.get("priority", 0)),
-                                      int(msg.fields["maxjobsperuser"]) if "maxjobsperuser" in msg.fields else None)
+                                      int(msg.fields["maxjobsperuser"]) if "maxjobsperuser" in msg.fields else None,
+                                      msg.fields.get("preempt", ""), msg.fields.get("preemptmode"))
             elif msg.action == "modify":
                 for name in msg.names:
                     store.modify(msg.entity, name, msg.fields, msg.where.get("account"))

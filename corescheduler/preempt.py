@@ -59,6 +59,27 @@ class PartitionPrioPreemption:
         return found
 
 
+class QosPreemption:
+    """preempt/qos: a job may preempt running jobs whose QOS its own QOS lists in Preempt=.
+
+    The QOS table lives in the association store; the controller hands the policy a
+    lookup ``preempts(qos) -> set of QOS names`` when it builds it.
+    """
+
+    def __init__(self, conf: Any = None) -> None:
+        self.preempts: Any = lambda qos: set()
+
+    def candidates(self, job: Job, running: list[Job], partitions: dict[str, Partition], now: float,
+                   exempt_s: float) -> list[Job]:
+        allowed = self.preempts(job.spec.qos or "normal")
+        found = [other for other in running
+                 if (other.spec.qos or "normal") in allowed and other.state == RUNNING and not other.completing
+                 and not other.cancel_state and not other.suspend_time
+                 and not (other.start_time is not None and now - other.start_time < exempt_s)]
+        found.sort(key=lambda j: (j.priority, -(j.start_time or 0.0)))  # lowest priority, youngest first
+        return found
+
+
 def mode_of(partition: Partition | None, default: str) -> str:
     mode = (partition.preempt_mode if partition and partition.preempt_mode else default or "OFF").upper()
     return mode.split(",", 1)[0]

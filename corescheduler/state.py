@@ -101,6 +101,8 @@ class ClusterState:
         self.kill_invalid_depend = False  # SchedulerParameters=kill_invalid_depend
         self.next_priority_calc = time.time() + priority_calc_period
         self.assocs = AssociationStore(store.db, decay_half_life_s)
+        if hasattr(self.preempt_policy, "preempts"):  # preempt/qos reads the QOS table
+            self.preempt_policy.preempts = lambda qos: self.assocs.qos_preempts().get(qos, set())
         self.enforce_associations = False  # AccountingStorageEnforce=associations
         self.shape = ClusterShape(len(nodes), sum(n.cpus for n in nodes.values()),
                                   {p.name: p.priority_job_factor for p in partitions.values()},
@@ -422,7 +424,7 @@ class ClusterState:
                 self.scheduler.allocate(Allocation(gone.nodes, gone.cpus, gone.mem, gone.tasks, gone.gres_alloc))
             return []
         for victim in self.preempt_policy.candidates(job, running, self.partitions, now, self.preempt_exempt_s):
-            mode = preempt.mode_of(self.partitions.get(victim.partition), self.preempt_mode)
+            mode = self._preempt_mode(victim)
             if mode not in preempt.SUPPORTED_MODES:
                 continue
             # Tentatively (put back below); a suspended job would keep its memory.
@@ -433,15 +435,14 @@ class ClusterState:
             if placed is not None:
                 break
         for k, victim in enumerate(victims):
-            suspended = k >= len(leaving) and \
-                preempt.mode_of(self.partitions.get(victim.partition), self.preempt_mode) == preempt.SUSPEND
+            suspended = k >= len(leaving) and self._preempt_mode(victim) == preempt.SUSPEND
             self.scheduler.allocate(Allocation(victim.nodes, victim.cpus, victim.mem, victim.tasks, victim.gres_alloc),
                                     memory=not suspended)
         if placed is None:
             return []
         out: list[Outgoing] = []
         for victim in victims[len(leaving):]:
-            mode = preempt.mode_of(self.partitions.get(victim.partition), self.preempt_mode)
+            mode = self._preempt_mode(victim)
             if mode == preempt.SUSPEND:
                 out.extend(self._suspend(victim, job, now))
                 continue
@@ -456,6 +457,13 @@ class ClusterState:
             body = dict(self.terminate_body(victim), kill_wait=float(grace))
             out.extend(Outgoing(n, "terminate_job", body) for n in victim.nodes)
         return out
+
+    def _preempt_mode(self, victim: Job) -> str:
+        """The victim's QOS PreemptMode (preempt/qos), else its partition's, else the cluster's."""
+        qos_mode = self.assocs.qos_preempt_mode(victim.spec.qos) if hasattr(self.preempt_policy, "preempts") else None
+        if qos_mode:
+            return qos_mode.upper().split(",", 1)[0]
+        return preempt.mode_of(self.partitions.get(victim.partition), self.preempt_mode)
 
     def _suspend(self, victim: Job, preemptor: Job, now: float) -> list[Outgoing]:
         """PreemptMode=SUSPEND: SIGTSTP then SIGSTOP; CPUs and GRES go, memory stays."""

@@ -13,6 +13,8 @@ BUILTIN_PREEMPT: tuple[PreemptPlugin, ...] = (
                   description="no preemption (Slurm's default)"),
     PreemptPlugin(name="partition_prio", factory="plurm.corescheduler.preempt:PartitionPrioPreemption",
                   description="jobs of a higher PriorityTier partition preempt lower-tier jobs"),
+    PreemptPlugin(name="qos", factory="plurm.corescheduler.preempt:QosPreemption",
+                  description="a job's QOS lists the QOS whose jobs it may preempt (sacctmgr ... set Preempt=)"),
 )
 
 

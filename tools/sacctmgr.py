@@ -43,9 +43,10 @@ def show(entity: str, reply: dict, header: bool, parsable: str | None) -> str:
         return _table([("User", 10), ("Def Acct", 10), ("Admin", 9)],
                       [[u["user"], u["default_account"], u["admin"]] for u in reply["users"]], header, parsable)
     if entity == "qos":
-        return _table([("Name", 10), ("Priority", 10), ("MaxJobsPU", 9)],
-                      [[q["name"], str(q["priority"]), "" if q["max_jobs_per_user"] is None else
-                        str(q["max_jobs_per_user"])] for q in reply["qos"]], header, parsable)
+        return _table([("Name", 10), ("Priority", 10), ("Preempt", 10), ("PreemptMode", 11), ("MaxJobsPU", 9)],
+                      [[q["name"], str(q["priority"]), q.get("preempt") or "", q.get("preempt_mode") or "cluster",
+                        "" if q["max_jobs_per_user"] is None else str(q["max_jobs_per_user"])] for q in reply["qos"]],
+                      header, parsable)
     rows = [[reply["cluster"], a["account"], "", "", str(a["shares"])] for a in reply["accounts"]]
     rows += [[reply["cluster"], link["account"], link["user"], "", str(link["shares"])] for link in reply["links"]]
     rows.sort(key=lambda r: (r[1], r[2]))

@@ -91,3 +91,29 @@ def test_suspend_mode_stops_and_resumes(tiers: Cluster, tmp_path: Path) -> None:
     for job_id in low:
         tiers.wait_state(job_id, "COMPLETED", timeout=30)
     assert path.read_text().split() == [str(i) for i in range(1, 31)]
+
+
+def test_qos_preemption(tmp_path_factory: pytest.TempPathFactory) -> None:
+    c = start_cluster(tmp_path_factory.mktemp("qos"), nodes=2, cpus=2, memory=2000)
+    c.down()
+    c.conf.write_text(c.conf.read_text() + "PreemptType=preempt/qos\nPreemptMode=CANCEL\n")
+    c.up()
+    work = tmp_path_factory.mktemp("qos-work")
+    try:
+        c.run("sacctmgr", "-i", "add", "qos", "scav", "PreemptMode=CANCEL", check=True)
+        c.run("sacctmgr", "-i", "add", "qos", "urgent", "Priority=100", "Preempt=scav", check=True)
+        shown = c.run("sacctmgr", "-n", "-P", "show", "qos", check=True).stdout.splitlines()
+        assert "urgent|100|scav|cluster|" in shown
+        low = [c.sbatch("-q", "scav", "--exclusive", "--wrap", "sleep 30", cwd=work) for _ in range(2)]
+        for job_id in low:
+            c.wait_state(job_id, "RUNNING")
+        urgent = c.sbatch("-q", "urgent", "--exclusive", "--wrap", "true", cwd=work)
+        c.wait_state(urgent, "COMPLETED", timeout=30)
+        assert sorted(c.job(j).get("state") for j in low) == ["PREEMPTED", "RUNNING"]
+        # A normal-QOS job may preempt nothing: it takes the node the preempted job left.
+        plain = c.sbatch("--exclusive", "--wrap", "true", cwd=work)
+        c.wait_state(plain, "COMPLETED", timeout=30)
+        assert sorted(c.job(j).get("state") for j in low) == ["PREEMPTED", "RUNNING"]
+        c.run("scancel", str(plain), *map(str, low), check=True)
+    finally:
+        c.down()
