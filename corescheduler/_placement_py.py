@@ -39,6 +39,8 @@ def place(free_cpus: list, free_mem: list, total_cpus: list, order: list,
     ``order`` lists the candidate node indices in preference order.
     ``nodes_max`` <= 0 means no maximum; ``ntasks_per_node`` <= 0 means not given.
     """
+    if 0 < ntasks < nodes_min:
+        nodes_min = ntasks  # every chosen node runs a task (sbatch: "setting nnodes to N")
     chosen = []
     caps = []
     total = 0
