@@ -22,6 +22,7 @@ SUBPACKAGES = ["corescheduler", "nodeagent", "plugins", "accel", "grammar", "too
 # ``*_py.py`` (aiohttp's reader_c/reader_py arrangement), typed by ``*_c.pxd``.
 KERNELS = [
     "corescheduler/_placement_c.py",
+    "corescheduler/_profile_c.py",
 ]
 
 # The user commands are thin scripts in bin/ (see bin/squeue: pip's console-script
@@ -64,7 +65,15 @@ def _extensions() -> list:
     extensions = [
         Extension("plurm." + path[:-3].replace("/", "."), [path]) for path in KERNELS
     ]
-    return cythonize(extensions, language_level=3, quiet=True)
+    # The repository root is the package ``plurm``: Cython looks for a kernel's
+    # .pxd as plurm/corescheduler/<name>.pxd, so give it a ``plurm`` to look in.
+    include = os.path.join("build", "cython-include")
+    os.makedirs(include, exist_ok=True)
+    link = os.path.join(include, "plurm")
+    if not os.path.lexists(link):
+        os.symlink(os.path.abspath(os.path.dirname(__file__) or "."), link)
+    return cythonize(extensions, language_level=3, quiet=True, include_path=[include],
+                     compiler_directives={"annotation_typing": False})
 
 
 class OptionalBuildExt(build_ext):

@@ -31,7 +31,6 @@ them) applies the reasons.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Iterable
@@ -51,14 +50,15 @@ from plurm.corescheduler.scheduler import (
 # Slurm takes a job without a time limit to run for a year.
 UNLIMITED_MINUTES = 365 * 24 * 60
 
+# Resources held until some time: (node names, CPUs per node, MB per node, end or None).
+Holding = tuple[list[str], list[int], list[int], "float | None"]
+
 
 def _load_profile() -> ModuleType:
-    """The profile kernel: compiled unless PLURM_NO_EXTENSIONS=1 (as plurm.corescheduler)."""
-    if os.environ.get("PLURM_NO_EXTENSIONS", "") not in ("", "0"):
-        from plurm.corescheduler import _profile_py as module
-    else:
-        from plurm.corescheduler import _profile_c as module
-    return module
+    """The profile kernel plurm.corescheduler chose (compiled unless PLURM_NO_EXTENSIONS=1)."""
+    from plurm import corescheduler
+
+    return corescheduler.profile
 
 
 def profile_compiled(kernel: ModuleType | None = None) -> bool:
@@ -77,6 +77,7 @@ class BackfillParams:
     max_job_start: int = 0  # bf_max_job_start: jobs started per cycle (0: no limit)
     max_job_array_resv: int = 20  # bf_max_job_array_resv: reserved tasks per array
     bf_continue: bool = False  # resume a cycle after a yield instead of restarting it
+    interval_s: int = 30  # bf_interval: seconds between cycles (the controller's clock, not ours)
     # Sans-IO stand-in for bf_yield_interval: return to the caller (with a
     # cursor) after testing this many jobs, so the controller can serve
     # requests; 0 runs the whole cycle in one call.
@@ -87,7 +88,7 @@ class BackfillParams:
         """Parse slurm.conf's SchedulerParameters (unknown words are other plugins')."""
         names = {"bf_window": "window_min", "bf_resolution": "resolution_s",
                  "bf_max_job_test": "max_job_test", "bf_max_job_start": "max_job_start",
-                 "bf_max_job_array_resv": "max_job_array_resv"}
+                 "bf_max_job_array_resv": "max_job_array_resv", "bf_interval": "interval_s"}
         values: dict[str, object] = {}
         for word in (text or "").split(","):
             key, _, value = word.strip().partition("=")
@@ -116,7 +117,8 @@ class BackfillCursor:
     """Where a yielded cycle stopped (bf_continue resumes from here)."""
 
     tested: int
-    done: frozenset[tuple[int, int]]  # (job id, occurrence): an array record stands for several tasks
+    # (job id, occurrence): the controller lists an array record once per task.
+    done: frozenset[tuple[int, int]]
     reservations: tuple[tuple[tuple[int, int], Reservation], ...]
 
 
@@ -143,13 +145,12 @@ def job_end(job: Job, now: float) -> float | None:
 class Profile:
     """The availability profile of one backfill cycle (a thin owner of the kernel's lists)."""
 
-    def __init__(self, scheduler: Scheduler, busy: Iterable[tuple[list[str], list[int], list[int], float | None]],
-                 now: float, params: BackfillParams, kernel: ModuleType) -> None:
+    def __init__(self, scheduler: Scheduler, busy: Iterable[Holding], now: float,
+                 params: BackfillParams, kernel: ModuleType) -> None:
         self.k = kernel
         self.now = now
         self.res = params.resolution_s
         self.nslots = max(1, math.ceil(params.window_min * 60 / self.res))
-        self.scheduler = scheduler
         self.names = list(scheduler.nodes)
         self.index = {name: i for i, name in enumerate(self.names)}
         releases: list[tuple[int, int, int, int]] = []
@@ -205,7 +206,8 @@ class Profile:
     def hold(self, alloc: Allocation, start: int, end: int) -> None:
         """Hold what the planner itself chose: not fitting is a bug, as in Scheduler.allocate."""
         if not self.reserve(alloc, start, end):
-            raise AssertionError(f"backfill plan oversubscribes {alloc.nodes} at slots [{start}, {end})")
+            raise AssertionError(
+                f"backfill plan oversubscribes {alloc.nodes} at slots [{start}, {end})")
 
 
 class _Candidates:
@@ -332,7 +334,10 @@ class _Planner:
         return -1, None
 
     def fits_now_alone(self, cands: _Candidates, demand: Demand) -> bool:
-        """Would the job fit the free resources now, reservations aside?  (Priority vs Resources.)"""
+        """Would the job fit the free resources now, reservations aside?
+
+        Yes: only reservations hold it back (reason Priority); no: Resources.
+        """
         nodes_min = max(demand.nodes_min, len(cands.required))
         result = self.place(self.s.free_cpus, self.s.free_mem, self.s.total_cpus, cands.order,
                             nodes_min, demand.nodes_max, demand.ntasks, demand.cpus_per_task,
@@ -346,7 +351,7 @@ class _Planner:
 def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], running: Iterable[Job],
                   now: float, params: BackfillParams | None = None,
                   cursor: BackfillCursor | None = None, kernel: ModuleType | None = None,
-                  extra_busy: Iterable[tuple[list[str], list[int], list[int], float | None]] = ()) -> BackfillResult:
+                  extra_busy: Iterable[Holding] = ()) -> BackfillResult:
     """One backfill cycle over ``pending`` (priority order, eligible jobs only).
 
     ``running`` are the jobs holding resources (their allocation and end
@@ -407,7 +412,8 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
             why = why_cache[why_key] = scheduler.partition_reason(job, demand, partition)
         if why is not None:
             continue  # the main pass gave it its reason; backfill cannot help
-        if job.array_job_id is not None and array_resv.get(job.array_job_id, 0) >= params.max_job_array_resv:
+        array = job.array_job_id
+        if array is not None and array_resv.get(array, 0) >= params.max_job_array_resv:
             continue
         if tested >= params.max_job_test:
             break
@@ -464,8 +470,9 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
 def schedule_with_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]],
                            running: Iterable[Job], now: float,
                            params: BackfillParams | None = None,
-                           kernel: ModuleType | None = None) -> tuple[list[StartJob], BackfillResult]:
-    """The main pass, then a backfill cycle over what it left pending (SchedulerType=sched/backfill).
+                           kernel: ModuleType | None = None
+                           ) -> tuple[list[StartJob], BackfillResult]:
+    """The main pass, then a backfill cycle over what it left (SchedulerType=sched/backfill).
 
     Returns every start (main pass first) and the backfill result; sets the
     pending reason of the jobs backfill tested, as the main pass does.
@@ -487,6 +494,8 @@ def schedule_with_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand
         start.job.reason = "None"
     for job, _ in left:
         reason = result.reasons.get(job.job_id)
-        if reason is not None:
+        # As Slurm shows it: the main pass's Priority stays (a job behind the partition's
+        # top job waits for it), backfill names the reason of the others.
+        if reason is not None and job.reason != REASON_PRIORITY:
             job.reason = reason
     return starts + result.starts, result

@@ -132,6 +132,10 @@ class Controller:
         )
         self.state.kill_invalid_depend = "kill_invalid_depend" in (self.conf.get("SchedulerParameters") or "")
         self.state.enforce_associations = "assoc" in (self.conf.get("AccountingStorageEnforce") or "").lower()
+        from plurm.corescheduler.backfill import BackfillParams
+
+        self.state.scheduler_type = (self.conf.get("SchedulerType") or "sched/backfill").lower()
+        self.state.backfill_params = BackfillParams.from_scheduler_parameters(self.conf.get("SchedulerParameters") or "")
         self.replays = wire.ReplayGuard()
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.ROUTER)

@@ -145,6 +145,7 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     cancel_uid: int | None = None  # who cancelled it (sacct: "CANCELLED by UID")
     suspend_time: float | None = None  # when it was suspended (preempt SUSPEND); None: not suspended
     preempted_by: int | None = None  # the job it was suspended for
+    planned_start: float | None = None  # backfill's reservation for a pending job (squeue --start)
     priority_set: bool = False  # set by an administrator (scontrol update Priority=): kept as is
     # Transition log: (time, state, reason) whenever either changed ("why is my job in this state?").
     events: list[tuple[float, str, str]] = []

@@ -32,6 +32,7 @@ from plurm.corescheduler.scheduler import (
 )
 from plurm.corescheduler import preempt
 from plurm.corescheduler.associations import AssociationStore
+from plurm.corescheduler.backfill import BackfillParams, schedule_with_backfill
 from plurm.corescheduler.preempt import NoPreemption
 from plurm.corescheduler.priority import BasicPriority, ClusterShape
 from plurm.corescheduler.store import StateStore
@@ -99,6 +100,12 @@ class ClusterState:
         self.preempt_mode = preempt_mode
         self.preempt_exempt_s = preempt_exempt_s
         self.kill_invalid_depend = False  # SchedulerParameters=kill_invalid_depend
+        # SchedulerType=sched/backfill (Slurm's default) adds a backfill cycle to the main pass,
+        # at most once a second: the main pass runs on every event.
+        self.scheduler_type = "sched/backfill"
+        self.backfill_params = BackfillParams()
+        self.next_backfill = 0.0
+        self.need_backfill = False
         self.next_priority_calc = time.time() + priority_calc_period
         self.assocs = AssociationStore(store.db, decay_half_life_s)
         if hasattr(self.preempt_policy, "preempts"):  # preempt/qos reads the QOS table
@@ -383,7 +390,16 @@ class ClusterState:
             else:
                 candidates.append((job, demand))
         before = {job.job_id: job.reason for job, _ in candidates}
-        starts = self.scheduler.schedule(candidates, now)
+        if self.scheduler_type == "sched/backfill" and now >= self.next_backfill:
+            self.next_backfill = now + 1.0
+            holding = [j for j in self.jobs.values() if j.state == model.RUNNING or j.completing]
+            starts, planned = schedule_with_backfill(self.scheduler, candidates, holding, now, self.backfill_params)
+            for job, _ in candidates:
+                job.planned_start = planned.planned_start.get(job.job_id)
+        else:
+            starts = self.scheduler.schedule(candidates, now)
+            if self.scheduler_type == "sched/backfill":
+                self.need_backfill = True
         out: list[Outgoing] = []
         for job, demand in candidates:
             if job.state == model.PENDING and job.reason == REASON_RESOURCES:
@@ -941,6 +957,9 @@ class ClusterState:
         if now >= self.next_priority_calc:
             self.next_priority_calc = now + self.priority_calc_period
             self.recompute_priorities(now)
+        if self.need_backfill and now >= self.next_backfill:
+            self.need_backfill = False
+            self.need_schedule = True  # the backfill cycle a busy second postponed
         for job in list(self.jobs.values()):
             if job.state == model.RUNNING and job.end_time is not None and job.end_time <= now:
                 log.info("job %s reached its time limit", job.job_id)

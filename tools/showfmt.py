@@ -369,6 +369,9 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
         if end is None and limit is not None:
             end = job["start_time"] + limit * 60
         end_s = iso(end)
+    elif pending and job.get("planned_start"):
+        start_s = iso(job["planned_start"])  # backfill's reservation
+        end_s = iso(job["planned_start"] + limit * 60) if limit is not None else "Unknown"
     elif pending:
         start_s = iso(begin) if future_begin else "Unknown"
         end_s = "Unknown"

@@ -420,6 +420,8 @@ def _start_time(job: dict, now: float) -> float | None:
     if start:
         return start
     if job_state(job) == "PENDING":
+        if job.get("planned_start"):
+            return job["planned_start"]  # backfill's reservation
         begin = _spec(job).get("begin_time")
         if begin and begin > now:
             return begin

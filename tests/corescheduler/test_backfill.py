@@ -1,0 +1,333 @@
+"""sched/backfill, sans-IO: scenarios with known answers, on both kernel paths."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from plurm.corescheduler import _profile_py, backfill
+from plurm.corescheduler.backfill import (
+    BackfillParams,
+    plan_backfill,
+    schedule_with_backfill,
+)
+from plurm.corescheduler.model import Job, JobSpec, Node, Partition
+from plurm.corescheduler.scheduler import Allocation, Scheduler, demand_of
+
+NOW = 1_000_000.0
+
+
+def _kernels() -> list:
+    kernels = [pytest.param(_profile_py, id="pure")]
+    compiled = importlib.import_module("plurm.corescheduler._profile_c")
+    if backfill.profile_compiled(compiled):
+        kernels.append(pytest.param(compiled, id="compiled"))
+    return kernels
+
+
+@pytest.fixture(params=_kernels())
+def kernel(request):
+    return request.param
+
+
+def cluster(n: int = 2, cpus: int = 4, mem: int = 4000, parts: dict[str, list[int]] | None = None
+            ) -> Scheduler:
+    nodes = {f"n{i}": Node(name=f"n{i}", cpus=cpus, real_memory=mem, responding=True)
+             for i in range(n)}
+    parts = parts or {"p": list(range(n))}
+    partitions = {name: Partition(name=name, nodes=[f"n{i}" for i in idx], default=k == 0)
+                  for k, (name, idx) in enumerate(parts.items())}
+    return Scheduler(nodes, partitions, None)
+
+
+def job(job_id: int, *, nodes: int = 1, ntasks: int | None = None, minutes: int | None = 60,
+        partition: str = "p", exclusive: bool = False, mem: int | None = None,
+        req: list[str] | None = None, exc: list[str] | None = None,
+        array: int | None = None, sched: Scheduler | None = None) -> tuple[Job, object]:
+    spec = JobSpec(nodes_min=nodes, ntasks=ntasks, time_limit=minutes, exclusive=exclusive,
+                   mem_per_node=mem, req_nodes=req or [], exc_nodes=exc or [],
+                   time_unlimited=minutes is None)
+    j = Job(job_id=job_id, spec=spec, partition=partition, time_limit=minutes,
+            array_job_id=array, array_task_id=job_id if array else None)
+    part = sched.partitions[partition] if sched else None
+    return j, demand_of(spec, part, None)
+
+
+def run(sched: Scheduler, job_id: int, nodes: list[str], cpus: list[int], minutes: int | None,
+        started: float = NOW) -> Job:
+    """A running job, allocated in the scheduler."""
+    mem = [0] * len(nodes)
+    sched.allocate(Allocation(nodes, cpus, mem, cpus))
+    return Job(job_id=job_id, spec=JobSpec(), partition="p", state="RUNNING",
+               time_limit=minutes, start_time=started, nodes=nodes, cpus=cpus, mem=mem)
+
+
+def test_small_job_backfills_around_a_reservation(kernel) -> None:
+    s = cluster()
+    running = [run(s, 1, ["n0"], [4], 60)]
+    big = job(2, nodes=2, ntasks=8)
+    short = job(3, ntasks=4, minutes=30)
+    long = job(4, ntasks=4, minutes=120)
+    r = plan_backfill(s, [big, short, long], running, NOW, kernel=kernel)
+    assert [st.job.job_id for st in r.starts] == [3]
+    assert r.starts[0].allocation.nodes == ["n1"]
+    assert r.planned_start == {2: NOW + 3600, 4: NOW + 7200}
+    assert r.reasons == {2: "Resources", 4: "Resources"}
+    assert r.reservations[2].allocation.nodes == ["n0", "n1"]
+    assert s.free_cpus == [0, 0]  # the backfilled start went through allocate()
+
+
+def test_job_that_would_delay_the_reservation_waits_with_reason_priority(kernel) -> None:
+    s = cluster()
+    running = [run(s, 1, ["n0"], [4], 60), run(s, 5, ["n1"], [2], 600)]
+    big = job(2, nodes=1, ntasks=4)  # n0 at +60 min
+    # 2 CPUs are free on n1 now, but it runs 12 h and would not delay job 2
+    # (which goes to n0) -> starts.
+    fits = job(3, ntasks=2, minutes=720)
+    r = plan_backfill(s, [big, fits], running, NOW, kernel=kernel)
+    assert [st.job.job_id for st in r.starts] == [3]
+    # Now n0 is the only place and a 2 h job would overlap job 2's reservation.
+    s2 = cluster(n=1)
+    running2 = [run(s2, 1, ["n0"], [2], 60)]
+    r2 = plan_backfill(s2, [job(2, ntasks=4), job(3, ntasks=2, minutes=120),
+                            job(4, ntasks=2, minutes=59)], running2, NOW, kernel=kernel)
+    assert [st.job.job_id for st in r2.starts] == [4]  # ends before job 2 needs the node
+    assert r2.reasons[3] == "Priority"  # fits the free CPUs, held back by job 2's reservation
+    assert r2.planned_start[2] == NOW + 3600
+    assert r2.planned_start[3] == NOW + 7200
+
+
+def test_window_bounds_reservations(kernel) -> None:
+    s = cluster(n=1)
+    running = [run(s, 1, ["n0"], [4], 180)]
+    params = BackfillParams(window_min=120)
+    r = plan_backfill(s, [job(2, ntasks=4), job(3, ntasks=1, minutes=10)], running, NOW, params,
+                      kernel=kernel)
+    assert r.planned_start == {}  # job 1 ends past the window: no plan for job 2
+    assert r.reasons == {2: "Resources", 3: "Resources"}
+    r = plan_backfill(s, [job(2, ntasks=4)], running, NOW, BackfillParams(window_min=240),
+                      kernel=kernel)
+    assert r.planned_start == {2: NOW + 3 * 3600}
+
+
+def test_resolution_rounds_ends_up(kernel) -> None:
+    s = cluster(n=1)
+    running = [run(s, 1, ["n0"], [4], None, started=NOW - 10)]
+    running[0].end_time = NOW + 61  # ends between two 60 s slots
+    r = plan_backfill(s, [job(2, ntasks=4)], running, NOW, kernel=kernel)
+    assert r.planned_start == {2: NOW + 120}
+    r = plan_backfill(s, [job(2, ntasks=4)], running, NOW, BackfillParams(resolution_s=300),
+                      kernel=kernel)
+    assert r.planned_start == {2: NOW + 300}
+
+
+def test_unlimited_jobs_hold_their_nodes_for_ever(kernel) -> None:
+    s = cluster()
+    running = [run(s, 1, ["n0"], [4], None)]
+    r = plan_backfill(s, [job(2, nodes=2, ntasks=8), job(3, ntasks=4, minutes=None)], running,
+                      NOW, kernel=kernel)
+    assert 2 not in r.planned_start
+    # With no reservation in the way, the unlimited job takes the free node.
+    assert [st.job.job_id for st in r.starts] == [3]
+
+
+def test_max_job_test_caps_the_cycle(kernel) -> None:
+    s = cluster(n=1)
+    running = [run(s, 1, ["n0"], [4], 60)]
+    pending = [job(i, ntasks=4, minutes=10) for i in range(2, 12)]
+    r = plan_backfill(s, pending, running, NOW, BackfillParams(max_job_test=3), kernel=kernel)
+    assert r.tested == 3
+    assert sorted(r.reasons) == [2, 3, 4]
+    assert r.planned_start == {2: NOW + 3600, 3: NOW + 4200, 4: NOW + 4800}
+
+
+def test_max_job_start(kernel) -> None:
+    s = cluster(n=4)
+    pending = [job(i, ntasks=1) for i in range(1, 6)]
+    r = plan_backfill(s, pending, [], NOW, BackfillParams(max_job_start=2), kernel=kernel)
+    assert [st.job.job_id for st in r.starts] == [1, 2]
+
+
+def test_array_reservations_are_capped(kernel) -> None:
+    s = cluster(n=1)
+    running = [run(s, 1, ["n0"], [4], 60)]
+    pending = [job(i, ntasks=4, minutes=5, array=100) for i in range(2, 10)]
+    r = plan_backfill(s, pending, running, NOW, BackfillParams(max_job_array_resv=3),
+                      kernel=kernel)
+    assert sorted(r.planned_start) == [2, 3, 4]
+    assert r.tested == 3
+
+
+def test_partitions_exclusive_and_node_lists(kernel) -> None:
+    s = cluster(n=3, parts={"a": [0, 1], "b": [2]})
+    running = [run(s, 1, ["n0"], [1], 30), run(s, 2, ["n2"], [4], 60)]
+    pending = [
+        job(3, ntasks=1, exclusive=True, partition="a", sched=s),  # n1 whole, now
+        job(4, ntasks=1, exclusive=True, partition="a", sched=s),  # n0 once job 1 ends
+        job(5, ntasks=1, partition="b", sched=s),  # only n2
+        job(6, ntasks=1, partition="a", req=["n0"], sched=s),  # n0 is job 4's at +30 min
+        job(7, ntasks=1, partition="a", exc=["n0"], minutes=5, sched=s),  # n1 taken: later
+    ]
+    r = plan_backfill(s, pending, running, NOW, kernel=kernel)
+    assert [(st.job.job_id, st.allocation.nodes, st.allocation.cpus) for st in r.starts] == \
+        [(3, ["n1"], [4])]
+    assert r.planned_start[4] == NOW + 1800
+    assert r.reservations[4].allocation.nodes == ["n0"]
+    assert r.reservations[4].allocation.cpus == [4]
+    assert r.planned_start[5] == NOW + 3600
+    assert r.planned_start[6] == NOW + 1800 + 3600  # after job 4, on n0
+    assert r.reasons[6] == "Priority"  # n0 has a free CPU now, but job 4 comes first
+    assert r.planned_start[7] == NOW + 3600
+    assert r.reservations[7].allocation.nodes == ["n1"]
+
+
+def test_required_node_job_waits_for_its_node(kernel) -> None:
+    s = cluster(n=2)
+    running = [run(s, 1, ["n0"], [4], 30)]
+    r = plan_backfill(s, [job(2, ntasks=1, req=["n0"])], running, NOW, kernel=kernel)
+    assert r.starts == []
+    assert r.planned_start == {2: NOW + 1800}
+    assert r.reservations[2].allocation.nodes == ["n0"]
+
+
+def test_memory_is_planned_too(kernel) -> None:
+    s = cluster(n=1, cpus=8, mem=1000)
+    s.allocate(Allocation(["n0"], [1], [900], [1]))
+    running = [Job(job_id=1, spec=JobSpec(), partition="p", state="RUNNING", time_limit=30,
+                   start_time=NOW, nodes=["n0"], cpus=[1], mem=[900])]
+    r = plan_backfill(s, [job(2, ntasks=1, mem=500)], running, NOW, kernel=kernel)
+    assert r.planned_start == {2: NOW + 1800}
+
+
+def test_down_nodes_are_not_planned(kernel) -> None:
+    s = cluster(n=2)
+    s.nodes["n1"].down = True
+    running = [run(s, 1, ["n0"], [4], 30)]
+    r = plan_backfill(s, [job(2, ntasks=1)], running, NOW, kernel=kernel)
+    assert r.starts == [] and r.planned_start == {2: NOW + 1800}
+
+
+def test_bf_continue_resumes_with_the_reservations_made(kernel) -> None:
+    s = cluster(n=1)
+    running = [run(s, 1, ["n0"], [4], 60)]
+    pending = [job(2, ntasks=4, minutes=60), job(3, ntasks=4, minutes=60), job(4, ntasks=4)]
+    params = BackfillParams(yield_jobs=1, bf_continue=True)
+    r1 = plan_backfill(s, pending, running, NOW, params, kernel=kernel)
+    assert r1.planned_start == {2: NOW + 3600} and r1.cursor is not None
+    r2 = plan_backfill(s, pending, running, NOW + 5, params, cursor=r1.cursor, kernel=kernel)
+    # Job 2's reservation is kept, on the slot grid of the new "now" (rounded up).
+    assert r2.planned_start[2] == NOW + 5 + 3600
+    assert r2.planned_start[3] == NOW + 5 + 7200
+    assert r2.cursor is not None and r2.tested == 2
+    # Without bf_continue, a yielded cycle starts again from the top.
+    plain = BackfillParams(yield_jobs=1)
+    r3 = plan_backfill(s, pending, running, NOW, plain, cursor=r1.cursor, kernel=kernel)
+    assert list(r3.planned_start) == [2]
+
+
+def test_schedule_with_backfill_runs_main_pass_first(kernel) -> None:
+    s = cluster(n=2)
+    running = [run(s, 1, ["n0"], [4], 60)]
+    pending = [job(2, ntasks=2, minutes=600), job(3, nodes=2, ntasks=8),
+               job(4, ntasks=1, minutes=30), job(5, ntasks=1, minutes=601)]
+    starts, r = schedule_with_backfill(s, pending, running, NOW, kernel=kernel)
+    # Main pass: job 2 starts on n1, job 3 blocks the partition (4, 5: Priority).
+    # Backfill: job 3 planned when n0 frees and job 2 ends (+600 min), job 4 fits
+    # before that, job 5 (1 CPU is free on n1) would delay job 3.
+    assert [st.job.job_id for st in starts] == [2, 4]
+    assert r.planned_start[3] == NOW + 600 * 60
+    reasons = {j.job_id: j.reason for j, _ in pending}
+    assert reasons == {2: "None", 3: "Resources", 4: "None", 5: "Priority"}
+
+
+def test_scheduler_parameters() -> None:
+    p = BackfillParams.from_scheduler_parameters(
+        "bf_window=2880,bf_resolution=120,bf_continue,bf_max_job_test=1000,default_queue_depth=5,"
+        "bf_interval=10")
+    assert (p.window_min, p.resolution_s, p.max_job_test, p.bf_continue, p.interval_s) == \
+        (2880, 120, 1000, True, 10)
+    assert BackfillParams.from_scheduler_parameters(None) == BackfillParams()
+    with pytest.raises(ValueError):
+        BackfillParams.from_scheduler_parameters("bf_resolution=0")
+
+
+# -- the kernel alone
+
+def test_kernel_reserve_and_window_min(kernel) -> None:
+    bt, bc, bm, events = kernel.build([4, 8], [100, 200], [0, 1], [5, 3], [4, 2], [50, 10], 10)
+    assert (bt, bc, bm) == ([[0, 5], [0, 3]], [[4, 8], [8, 10]], [[100, 150], [200, 210]])
+    assert events[5] == [0] and events[3] == [1]
+    assert kernel.reserve(bt, bc, bm, events, 0, 2, 7, 3, 20, 10) == 1
+    assert bt[0] == [0, 2, 5, 7] and bc[0] == [4, 1, 5, 8]
+    assert kernel.window_min(bt[0], bc[0], bm[0], 0, 3, 10) == (1, 80)
+    assert kernel.window_min(bt[0], bc[0], bm[0], 7, 8, 10) == (8, 150)
+    # A reservation to the end of the window holds for ever.
+    assert kernel.reserve(bt, bc, bm, events, 1, 4, 99, 10, 0, 10) == 1
+    assert bc[1] == [8, 10, 0]
+    assert kernel.reserve(bt, bc, bm, events, 1, 0, 1, 9, 0, 10) == 0  # oversubscribed
+
+
+def test_kernel_capacity_matches_placement() -> None:
+    from plurm.corescheduler import _placement_py
+
+    for args in [(4, 100, 4, 1, 0, 10, 0), (3, 100, 4, 1, 0, 0, 1), (8, 30, 8, 2, 0, 10, 0),
+                 (8, 30, 8, 2, 40, 0, 0), (0, 0, 4, 1, 0, 0, 0)]:
+        assert _profile_py.capacity(*args, 0) == _placement_py.node_capacity(*args)
+
+
+def test_sweep_sees_a_reservation_entering_its_window(kernel) -> None:
+    """A node free at first and reserved later must stop counting once the run would overlap."""
+    s = cluster(n=3, cpus=4)
+    running = [run(s, 1, ["n1"], [4], 30), run(s, 2, ["n2"], [4], 40)]
+    pending = [
+        job(3, nodes=2, ntasks=8, req=["n0", "n2"], minutes=10),  # n0+n2 at +40 for 10 min
+        job(4, nodes=2, ntasks=8, exc=["n2"], minutes=20),  # n0+n1: n1 frees at +30, but
+    ]                                                       # [30, 50) overlaps job 3
+    r = plan_backfill(s, pending, running, NOW, kernel=kernel)
+    assert r.starts == []
+    assert r.planned_start == {3: NOW + 2400, 4: NOW + 3000}
+
+
+def test_gres_jobs_start_now_or_wait_without_a_reservation(kernel) -> None:
+    nodes = {f"g{i}": Node(name=f"g{i}", cpus=4, real_memory=4000, responding=True,
+                           gres=["gpu:2"]) for i in range(2)}
+    s = Scheduler(nodes, {"p": Partition(name="p", nodes=list(nodes), default=True)}, None)
+    running = [run(s, 1, ["g0"], [4], 60)]
+    big = job(2, nodes=2, ntasks=8)  # both nodes, CPUs only: planned at +60
+    spec = JobSpec(ntasks=1, time_limit=30, gres_req=[{"name": "gpu", "count": 2, "per": "node"}])
+    gpu = (Job(job_id=3, spec=spec, partition="p", time_limit=30), demand_of(spec, None, None))
+    long_spec = JobSpec(ntasks=1, time_limit=120, gres_req=[{"name": "gpu", "count": 1}])
+    too_long = (Job(job_id=4, spec=long_spec, partition="p", time_limit=120),
+                demand_of(long_spec, None, None))
+    r = plan_backfill(s, [big, gpu, too_long], running, NOW, kernel=kernel)
+    assert [(st.job.job_id, st.allocation.nodes, st.allocation.gres) for st in r.starts] == \
+        [(3, ["g1"], [{"gpu": [0, 1]}])]
+    assert r.planned_start == {2: NOW + 3600}  # job 3 ends before job 2 needs g1
+    assert r.reasons[4] == "Resources" and 4 not in r.planned_start
+
+
+def test_an_array_record_listed_once_per_task(kernel) -> None:
+    """The controller lists an array's pending record once per task: each is one task."""
+    s = cluster(n=1)
+    running = [run(s, 1, ["n0"], [2], 60)]
+    blocker = job(2, ntasks=4)  # planned at +60
+    record, demand = job(3, ntasks=1, minutes=30, array=3)
+    pending = [blocker] + [(record, demand)] * 3
+    r = plan_backfill(s, pending, running, NOW, kernel=kernel)
+    assert [st.job.job_id for st in r.starts] == [3, 3]  # two tasks fit before job 2
+    assert r.planned_start == {2: NOW + 3600, 3: NOW + 1800}  # the third: when those end
+    assert r.tested == 4
+    starts, _ = schedule_with_backfill(cluster(n=1), [(record, demand)] * 3, [], NOW, kernel=kernel)
+    assert len(starts) == 3
+
+
+def test_kernel_sweep_counts_a_drop_entering_on_the_right(kernel) -> None:
+    """n0 is free but for slots 10-11; n1 frees at 5: an 8-slot, 2-node run fits first at 12."""
+    bt, bc, bm, ev = kernel.build([4, 0], [1000, 1000], [], [], [], [], 30)
+    kernel.reserve(bt, bc, bm, ev, 0, 10, 12, 4, 0, 30)
+    kernel.reserve(bt, bc, bm, ev, 1, 5, 99, -4, 0, 30)
+    w1, w2 = [0, 0], [0, 0]
+    assert kernel.sweep(bt, bc, bm, ev, 30, [0, 1], [0, 1], [4, 4], w1, w2, 0, 8, 2, 2, 1, 0, 0,
+                        0, 0, 0) == (12, 2)
+    assert w1 == [4, 4]

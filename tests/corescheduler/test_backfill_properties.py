@@ -1,0 +1,339 @@
+"""Properties of sched/backfill (hypothesis, sans-IO).
+
+* no node is ever oversubscribed at any time of the plan;
+* backfill never delays the reserved start of a higher-priority job: replayed
+  with every job ending exactly at its time limit, the top job starts no
+  later than first planned, and no lower-priority job changes a
+  higher-priority job's decision;
+* with enough time every job that fits the idle cluster runs;
+* the compiled kernel and its pure twin decide identically.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+
+import pytest
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from plurm.corescheduler import _profile_py, backfill
+from plurm.corescheduler.backfill import (
+    BackfillParams,
+    job_end,
+    plan_backfill,
+    schedule_with_backfill,
+)
+from plurm.corescheduler.model import Job, JobSpec, Node, Partition
+from plurm.corescheduler.scheduler import Scheduler, demand_of
+
+NOW = 6_000_000.0  # a multiple of the resolution: plans fall on exact times
+RES = 60
+_compiled = importlib.import_module("plurm.corescheduler._profile_c")
+KERNELS = [_profile_py] + ([_compiled] if backfill.profile_compiled(_compiled) else [])
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def clusters(draw, unlimited: bool = True, node_max: bool = True):
+    """(scheduler, running jobs, pending (job, demand) in priority order)."""
+    n = draw(st.integers(1, 6))
+    nodes = {}
+    for i in range(n):
+        nodes[f"n{i}"] = Node(name=f"n{i}", cpus=draw(st.sampled_from([1, 2, 4, 8])),
+                              real_memory=draw(st.sampled_from([1000, 4000])),
+                              weight=draw(st.integers(1, 2)), responding=True)
+    names = list(nodes)
+    partitions = {"a": Partition(name="a", nodes=names, default=True)}
+    if n > 1 and draw(st.booleans()):
+        sub = draw(st.lists(st.sampled_from(names), min_size=1, max_size=n, unique=True))
+        partitions["b"] = Partition(name="b", nodes=sub)
+    s = Scheduler(nodes, partitions, None)
+    s.prepare()
+    minutes = st.one_of(st.integers(1, 300), st.none()) if unlimited else st.integers(1, 300)
+
+    def spec() -> tuple[JobSpec, str]:
+        part = draw(st.sampled_from(sorted(partitions)))
+        members = partitions[part].nodes
+        nodes_min = draw(st.integers(1, min(2, len(members))))
+        ntpn = draw(st.sampled_from([None, None, None, 1, 2]))
+        ntasks = None if ntpn else draw(st.one_of(st.none(), st.integers(1, 8)))
+        return JobSpec(
+            nodes_min=nodes_min,
+            nodes_max=nodes_min if node_max and draw(st.booleans()) else None,
+            ntasks=ntasks, ntasks_per_node=ntpn,
+            cpus_per_task=draw(st.sampled_from([None, 1, 2])),
+            mem_per_node=draw(st.sampled_from([None, None, 500, 1500])),
+            exclusive=draw(st.integers(0, 5)) == 0,
+            time_limit=draw(minutes),
+            req_nodes=[draw(st.sampled_from(members))] if draw(st.integers(0, 7)) == 0 else [],
+            exc_nodes=[draw(st.sampled_from(members))] if draw(st.integers(0, 7)) == 0 else [],
+        ), part
+
+    running: list[Job] = []
+    for k in range(draw(st.integers(0, 8))):
+        sp, part = spec()
+        demand = demand_of(sp, partitions[part], None)
+        alloc = s.try_place(demand, partitions[part])
+        if alloc is None:
+            continue
+        s.allocate(alloc)
+        started = NOW - RES * draw(st.integers(0, 30))
+        limit = sp.time_limit
+        if limit is not None and started + limit * 60 <= NOW:
+            limit += 60
+        running.append(Job(job_id=1000 + k, spec=sp, partition=part, state="RUNNING",
+                           time_limit=limit, start_time=started, nodes=alloc.nodes,
+                           cpus=alloc.cpus, mem=alloc.mem, tasks=alloc.tasks))
+    pending = []
+    for k in range(draw(st.integers(1, 12))):
+        sp, part = spec()
+        job = Job(job_id=k + 1, spec=sp, partition=part, time_limit=sp.time_limit,
+                  array_job_id=50 if draw(st.integers(0, 5)) == 0 else None)
+        pending.append((job, demand_of(sp, partitions[part], None)))
+    return s, running, pending
+
+
+Hold = tuple[list[str], list[int], list[int], float, "float | None"]
+
+
+def _usage_ok(sched: Scheduler, holds: list[Hold]) -> None:
+    """No node over its CPUs or memory at any instant (holds: nodes, cpus, mem, start, end)."""
+    times = sorted({h[3] for h in holds})
+    for t in times:
+        cpus: dict[str, int] = {}
+        mem: dict[str, int] = {}
+        for names, c, m, start, end in holds:
+            if start <= t and (end is None or t < end):
+                for name, ci, mi in zip(names, c, m):
+                    cpus[name] = cpus.get(name, 0) + ci
+                    mem[name] = mem.get(name, 0) + mi
+        for name in cpus:
+            node = sched.nodes[name]
+            assert cpus[name] <= node.cpus, (t, name, cpus[name])
+            assert mem[name] <= node.real_memory, (t, name, mem[name])
+
+
+@SETTINGS
+@given(clusters())
+def test_no_node_is_ever_oversubscribed(case) -> None:
+    sched, running, pending = case
+    r = plan_backfill(sched, pending, running, NOW, BackfillParams(window_min=600))
+    holds = [(j.nodes, j.cpus, j.mem, NOW, job_end(j, NOW)) for j in running]
+    for start in r.starts:
+        end = None if start.job.time_limit is None else NOW + start.job.time_limit * 60
+        alloc = start.allocation
+        holds.append((alloc.nodes, alloc.cpus, alloc.mem, NOW, end))
+    for resv in r.reservations.values():
+        holds.append((resv.allocation.nodes, resv.allocation.cpus, resv.allocation.mem,
+                      resv.start, resv.end))
+        assert NOW < resv.start < NOW + 600 * 60
+    _usage_ok(sched, holds)
+    assert all(f >= 0 for f in sched.free_cpus) and all(f >= 0 for f in sched.free_mem)
+
+
+@SETTINGS
+@given(clusters(), st.data())
+def test_lower_priority_jobs_never_change_a_higher_priority_decision(case, data) -> None:
+    sched, running, pending = case
+    k = data.draw(st.integers(1, len(pending)))
+    full = plan_backfill(copy.deepcopy(sched), pending, running, NOW)
+    prefix = plan_backfill(copy.deepcopy(sched), pending[:k], running, NOW)
+    for job, _ in pending[:k]:
+        jid = job.job_id
+        assert (jid in full.planned_start) == (jid in prefix.planned_start)
+        assert full.planned_start.get(jid) == prefix.planned_start.get(jid)
+        assert full.reservations.get(jid) == prefix.reservations.get(jid)
+    last = pending[k - 1][0].job_id
+    assert [(s.job.job_id, s.allocation) for s in full.starts if s.job.job_id <= last] \
+        == [(s.job.job_id, s.allocation) for s in prefix.starts]
+
+
+def _advance(sched: Scheduler, running: list[Job], t: float) -> list[Job]:
+    """Jobs end exactly at their time limits: release those ended by ``t``."""
+    still = []
+    for j in running:
+        end = job_end(j, t)
+        if end is not None and end <= t:
+            sched.release(j)
+        else:
+            still.append(j)
+    return still
+
+
+def _start(running: list[Job], starts, t: float) -> None:
+    for s in starts:
+        job = s.job
+        job.state = "RUNNING"
+        job.start_time = t
+        job.nodes, job.cpus, job.mem = s.allocation.nodes, s.allocation.cpus, s.allocation.mem
+        running.append(job)
+
+
+@SETTINGS
+@given(clusters(node_max=False))
+def test_backfill_never_delays_the_top_reservation(case) -> None:
+    """Replay cycles with jobs ending at their limits: the top job keeps its date."""
+    sched, running, pending = case
+    t = NOW
+    r = plan_backfill(sched, pending, running, t)
+    _start(running, r.starts, t)
+    left = [(j, d) for j, d in pending if j.job_id not in {s.job.job_id for s in r.starts}]
+    if not left or left[0][0].job_id not in r.planned_start:
+        return
+    top = left[0][0]
+    promised = r.planned_start[top.job_id]
+    for _ in range(200):
+        ends = [e for e in (job_end(j, t) for j in running) if e is not None and e > t]
+        t = min(ends + [promised])
+        running = _advance(sched, running, t)
+        r = plan_backfill(sched, left, running, t)
+        _start(running, r.starts, t)
+        if top.job_id in {s.job.job_id for s in r.starts}:
+            assert t <= promised
+            return
+        assert top.job_id in r.planned_start and r.planned_start[top.job_id] <= promised
+        left = [(j, d) for j, d in left if j.job_id not in {s.job.job_id for s in r.starts}]
+    raise AssertionError("replay did not converge")
+
+
+@SETTINGS
+@given(clusters(unlimited=False))
+def test_every_job_that_fits_the_idle_cluster_eventually_runs(case) -> None:
+    sched, running, pending = case
+    idle = copy.deepcopy(sched)
+    for j in running:
+        idle.release(j)
+    idle.prepare()
+    runnable = {job.job_id for job, demand in pending
+                if idle.partition_reason(job, demand, idle.partitions[job.partition]) is None
+                and idle.try_place(demand, idle.partitions[job.partition]) is not None}
+    left = list(pending)
+    ran: set[int] = set()
+    t = NOW
+    for _ in range(500):
+        for job, _ in left:
+            job.reason = "None"
+        starts, _r = schedule_with_backfill(sched, left, running, t)
+        _start(running, starts, t)
+        ran |= {s.job.job_id for s in starts}
+        left = [(j, d) for j, d in left if j.job_id not in ran]
+        if not (runnable - ran):
+            return
+        ends = [e for e in (job_end(j, t) for j in running) if e is not None and e > t]
+        assert ends, f"nothing running, yet {sorted(runnable - ran)} never start"
+        t = min(ends)
+        running = _advance(sched, running, t)
+    raise AssertionError("did not drain")
+
+
+@SETTINGS
+@given(clusters(), st.sampled_from([60, 300]), st.sampled_from([30, 600, 1440]))
+def test_compiled_and_pure_kernels_decide_identically(case, resolution, window) -> None:
+    if len(KERNELS) < 2:
+        return  # nothing compiled here: the suite runs the pure path only
+    sched, running, pending = case
+    params = BackfillParams(window_min=window, resolution_s=resolution)
+    results = []
+    for kernel in KERNELS:
+        s = copy.deepcopy(sched)
+        jobs = copy.deepcopy(pending)
+        r = plan_backfill(s, jobs, running, NOW, params, kernel=kernel)
+        results.append(([(x.job.job_id, x.allocation) for x in r.starts], r.planned_start,
+                        r.reservations, r.reasons, r.tested, s.free_cpus, s.free_mem))
+    assert results[0] == results[1]
+
+
+@SETTINGS
+@given(st.data())
+def test_kernel_twins_agree_on_random_profiles(data) -> None:
+    if len(KERNELS) < 2:
+        return
+    nnodes = data.draw(st.integers(1, 6))
+    nslots = data.draw(st.integers(1, 40))
+    free_c = data.draw(st.lists(st.integers(0, 8), min_size=nnodes, max_size=nnodes))
+    free_m = data.draw(st.lists(st.integers(0, 4000), min_size=nnodes, max_size=nnodes))
+    rel = sorted(data.draw(st.lists(st.tuples(
+        st.integers(0, nnodes - 1), st.integers(1, nslots + 3), st.integers(0, 4),
+        st.integers(0, 1000)), max_size=12)))
+    rel = [r for r in rel if r[1] < nslots]
+    ops = data.draw(st.lists(st.tuples(st.integers(0, nnodes - 1), st.integers(0, nslots),
+                                       st.integers(1, nslots + 5), st.integers(0, 3),
+                                       st.integers(0, 500)), max_size=8))
+    queries = data.draw(st.lists(st.tuples(st.integers(0, nslots), st.integers(1, nslots + 2),
+                                           st.integers(1, 3), st.integers(1, 10), st.integers(1, 2),
+                                           st.sampled_from([0, 0, 1, 2]), st.sampled_from([0, 300]),
+                                           st.sampled_from([0, 100]), st.integers(0, 1),
+                                           st.integers(0, 1)), max_size=6))
+    order = data.draw(st.permutations(list(range(nnodes))))
+    outs = []
+    for k in KERNELS:
+        columns = [[r[x] for r in rel] for x in range(4)]
+        bt, bc, bm, ev = k.build(list(free_c), list(free_m), *columns, nslots)
+        out = [bt, bc, bm, ev]
+        for node, s0, length, c, m in ops:
+            s0 = min(s0, nslots - 1)
+            out.append(k.reserve(bt, bc, bm, ev, node, s0, s0 + length, c, m, nslots))
+        pos_of = [-1] * nnodes
+        for p, i in enumerate(order):
+            pos_of[i] = p
+        totals = [8] * nnodes
+        for first, length, nmin, ntasks, cpt, ntpn, mpn, mpc, excl, lazy in queries:
+            w1, w2 = [0] * nnodes, [0] * nnodes
+            out.append(k.sweep(bt, bc, bm, ev, nslots, list(order), pos_of, totals, w1, w2,
+                               min(first, nslots - 1), length, nmin, ntasks, cpt, ntpn, mpn, mpc,
+                               excl, lazy))
+            out.append((w1, w2))
+        outs.append(out)
+    assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.__name__.rsplit(".", 1)[-1])
+@settings(max_examples=600, deadline=None)
+@given(data=st.data())
+def test_sweep_finds_the_earliest_slot_by_brute_force(k, data) -> None:
+    """The incremental sweep agrees with recomputing every node's minima at every slot."""
+    nnodes = data.draw(st.integers(1, 5))
+    nslots = data.draw(st.integers(2, 30))
+    totals = data.draw(st.lists(st.sampled_from([2, 4, 8]), min_size=nnodes, max_size=nnodes))
+    free_c = [data.draw(st.sampled_from([0, t // 2, t])) for t in totals]
+    free_m = data.draw(st.lists(st.sampled_from([0, 2000, 2000]), min_size=nnodes, max_size=nnodes))
+    bt, bc, bm, ev = k.build(list(free_c), list(free_m), [], [], [], [], nslots)
+    for node, s0, length, c, m in data.draw(st.lists(st.tuples(
+            st.integers(0, nnodes - 1), st.integers(0, nslots - 1), st.integers(1, nslots + 3),
+            st.sampled_from([-4, -2, 2, 4]), st.sampled_from([0, 0, 500, -500])), max_size=10)):
+        k.reserve(bt, bc, bm, ev, node, s0, s0 + length, c, m, nslots)  # gains model releases
+    order = list(data.draw(st.permutations(list(range(nnodes)))))
+    pos_of = [-1] * nnodes
+    for p, i in enumerate(order):
+        pos_of[i] = p
+    tot = [totals[i] for i in order]
+    first = data.draw(st.integers(0, nslots - 1))
+    length = data.draw(st.integers(1, nslots + 2))
+    nmin, ntasks = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 8))
+    cpt, ntpn = data.draw(st.integers(1, 2)), data.draw(st.sampled_from([0, 0, 1, 2]))
+    mpn, mpc, excl = data.draw(st.sampled_from([0, 500])), data.draw(st.sampled_from([0, 100])), \
+        data.draw(st.integers(0, 1))
+    w1, w2 = [0] * nnodes, [0] * nnodes
+    got, _ = k.sweep(bt, bc, bm, ev, nslots, order, pos_of, tot, w1, w2, first, length, nmin,
+                     ntasks, cpt, ntpn, mpn, mpc, excl, 0)
+    want = -1
+    for s in range(first, nslots):
+        caps = []
+        mins = []
+        for p, i in enumerate(order):
+            lc, lm = k.window_min(bt[i], bc[i], bm[i], s, s + length, nslots)
+            mins.append((lc, lm))
+            caps.append(k.capacity(lc, lm, tot[p], cpt, mpn, mpc, excl, ntpn))
+        if sum(1 for c in caps if c > 0) >= nmin and sum(caps) >= ntasks:
+            want = s
+            break
+    assert got == want
+    if got >= 0:
+        for p, (cap, (lc, lm)) in enumerate(zip(caps, mins)):
+            if cap > 0:
+                assert (w1[p], w2[p]) == (lc, lm)
+            else:
+                assert k.capacity(w1[p], w2[p], tot[p], cpt, mpn, mpc, excl, ntpn) == 0
