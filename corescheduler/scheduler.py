@@ -215,12 +215,14 @@ class Scheduler:
         self.free_mem = [n.real_memory for n in self.nodes.values()]
         self.gres_used = [{} for _ in self._names]
         self._ignore_state = True
+        saved_orders = self._order_cache
+        self._order_cache = {}
         try:
-            self.prepare()
             fits = self.try_place(demand, partition) is not None
         finally:
             self.free_cpus, self.free_mem, self.gres_used = saved
             self._ignore_state = False
+            self._order_cache = saved_orders
         if len(self._idle_fit) > 65536:
             self._idle_fit.clear()
         self._idle_fit[key] = fits
@@ -281,10 +283,10 @@ class Scheduler:
     def _shape_reason(self, demand: Demand, partition: Partition) -> str | None:
         """PartitionConfig: more nodes, CPUs per task or tasks than the partition has at all
         (accepted and left pending, as Slurm 22.05 does without EnforcePartLimits)."""
-        count, biggest, cpus = self._shape[partition.name]
+        count, biggest, _ = self._shape[partition.name]
         if demand.nodes_min > count or demand.cpus_per_task > biggest:
             return REASON_PARTITION_CONFIG
-        if demand.ntasks > sum(c // demand.cpus_per_task for c in cpus):
+        if demand.ntasks > self._task_capacity(partition.name, demand.cpus_per_task):
             return REASON_PARTITION_CONFIG
         return None
 
@@ -301,10 +303,10 @@ class Scheduler:
 
     def _place(self, demand: Demand, partition: Partition, alternative: constraints.Alternative | None
                ) -> Allocation | None:
-        exclude = set(demand.exc_nodes)
-        order = [i for i in self._pref
-                 if self._names[i] in self._members[partition.name] and self._names[i] not in exclude
-                 and self.usable(self.nodes[self._names[i]])]
+        order = self._usable_order(partition.name)
+        if demand.exc_nodes:
+            exclude = {self._index[n] for n in demand.exc_nodes if n in self._index}
+            order = [i for i in order if i not in exclude]
         if demand.gres:
             order = [i for i in order if gres.fits(self.units[i], self.gres_used[i], demand.gres)]
         if alternative is not None:
@@ -376,8 +378,28 @@ class Scheduler:
                 return result
         return None
 
+    def _usable_order(self, partition: str) -> list[int]:
+        """The partition's usable nodes in preference order, built once per pass (at 10,000
+        nodes rebuilding it for every job is most of a pass)."""
+        order = self._order_cache.get(partition)
+        if order is None:
+            members = self._members[partition]
+            order = self._order_cache[partition] = [
+                i for i in self._pref if self._names[i] in members and self.usable(self.nodes[self._names[i]])]
+        return order
+
+    def _task_capacity(self, partition: str, cpus_per_task: int) -> int:
+        """Tasks of ``cpus_per_task`` CPUs the partition's nodes hold in all (cached per pass)."""
+        key = (partition, cpus_per_task)
+        total = self._capacity_cache.get(key)
+        if total is None:
+            total = self._capacity_cache[key] = sum(c // cpus_per_task for c in self._shape[partition][2])
+        return total
+
     def prepare(self) -> None:
         """Per-pass caches of the partitions' shapes (configuration may change between passes)."""
+        self._order_cache: dict[str, list[int]] = {}
+        self._capacity_cache: dict[tuple[str, int], int] = {}
         self._members = {p.name: set(p.nodes) for p in self.partitions.values()}
         self._shape: dict[str, tuple[int, int, list[int]]] = {}
         for p in self.partitions.values():
