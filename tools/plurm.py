@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     why = sub.add_parser("why", help="why a job is in its state: reason, meaning, transition log")
     why.add_argument("job_id")
     bench = sub.add_parser("bench", help="benchmarks (see docs/performance.md)")
-    bench.add_argument("what", choices=["e2e"])
+    bench.add_argument("what", choices=["e2e", "scheduler"])
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.command == "cluster":
