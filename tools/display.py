@@ -270,6 +270,16 @@ def render(fields: list[FormatField], values: list[tuple[str, bool]]) -> str:
 
 
 # ----------------------------------------------------------------------------- options
+class Usage(Exception):
+    """Print ``text`` to ``stream`` and exit with ``code`` (help, usage, version, errors)."""
+
+    def __init__(self, text: str, code: int, stream: str = "stdout") -> None:
+        super().__init__(text)
+        self.text = text
+        self.code = code
+        self.stream = stream
+
+
 class OptionError(Exception):
     """A command-line error, with the lines GNU getopt_long would print on stderr."""
 

@@ -13,6 +13,7 @@ import time
 
 from plurm.grammar.hostlist import HostlistError, compress, expand, sort_key
 from plurm.tools.display import (
+    Usage,
     run_iterating,
     FormatField,
     OptionError,
@@ -98,14 +99,6 @@ FLAGS = {"DRAIN": FLAG_DRAIN, "COMPLETING": FLAG_COMPLETING, "FAIL": FLAG_FAIL, 
          "POWERED_DOWN": FLAG_POWERED_DOWN, "NOT_RESPONDING": FLAG_NO_RESPOND}
 # Pseudo ids for -t values that are not a base state.
 T_DRAIN, T_DRAINED, T_DRAINING, T_NO_RESPOND = 1000, 1001, 1002, 1003
-
-
-class Usage(Exception):
-    def __init__(self, text: str, code: int, stream: str = "stdout") -> None:
-        super().__init__(text)
-        self.text = text
-        self.code = code
-        self.stream = stream
 
 
 def _error(msg: str) -> str:

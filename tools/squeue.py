@@ -15,6 +15,7 @@ import time
 
 from plurm.grammar.hostlist import compress
 from plurm.tools.display import (
+    Usage,
     run_iterating,
     JOB_STATE_CODES,
     JOB_STATE_NAMES,
@@ -129,16 +130,6 @@ _ALL_STATE_NAMES = (
     "REVOKED", "SPECIAL_EXIT",
 )
 _JOB_ID_RE = lazy(r"[0-9]+(_([0-9]+|\[[0-9,\-%]+\]))?(\.[A-Za-z0-9_+]+)?\Z")
-
-
-class Usage(Exception):
-    """Print ``text`` to ``stream`` and exit with ``code`` (help, usage, version, errors)."""
-
-    def __init__(self, text: str, code: int, stream: str = "stdout") -> None:
-        super().__init__(text)
-        self.text = text
-        self.code = code
-        self.stream = stream
 
 
 def _error(msg: str) -> str:
