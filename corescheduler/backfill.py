@@ -42,6 +42,7 @@ from plurm.corescheduler.scheduler import (
     REASON_PRIORITY,
     REASON_RESOURCES,
     Allocation,
+    allocation_of,
     Demand,
     Scheduler,
     StartJob,
@@ -239,22 +240,6 @@ class _Candidates:
         self.positions = list(range(len(order)))
 
 
-def _allocation(names: list[str], indices: list[int], tasks: list[int], totals: list[int],
-                demand: Demand) -> Allocation:
-    """The allocation try_place would make of these nodes (same arithmetic)."""
-    if demand.exclusive:
-        cpus = [totals[i] for i in indices]
-    else:
-        cpus = [t * demand.cpus_per_task for t in tasks]
-    if demand.mem_per_node:
-        mem = [demand.mem_per_node for _ in indices]
-    elif demand.mem_per_cpu:
-        mem = [c * demand.mem_per_cpu for c in cpus]
-    else:
-        mem = [0 for _ in indices]
-    return Allocation([names[i] for i in indices], cpus, mem, list(tasks))
-
-
 def _demand_key(demand: Demand) -> tuple:
     return (demand.nodes_min, demand.nodes_max, demand.ntasks, demand.cpus_per_task,
             demand.ntasks_per_node, demand.mem_per_node, demand.mem_per_cpu, demand.exclusive)
@@ -321,7 +306,7 @@ class _Planner:
                 chosen, tasks = result
                 indices = [cands.order[q] for q in chosen]
                 if not cands.required or cands.required.issubset(indices):
-                    alloc = _allocation(p.names, indices, tasks, self.s.total_cpus, demand)
+                    alloc = allocation_of(p.names, indices, tasks, self.s.total_cpus, demand)
                     if demand.gres:
                         picked = [gres.pick(self.s.units[i], self.s.gres_used[i], demand.gres)
                                   for i in indices]

@@ -84,6 +84,23 @@ class Demand:
     contiguous: bool = False
 
 
+def allocation_of(names: list[str], indices: list[int], tasks: list[int], total_cpus: list[int],
+                  demand: Demand) -> Allocation:
+    """CPUs and memory per chosen node for ``demand`` (the main pass and backfill alike):
+    an exclusive job takes whole nodes; memory per node, per CPU, or none."""
+    if demand.exclusive:
+        cpus = [total_cpus[i] for i in indices]
+    else:
+        cpus = [t * demand.cpus_per_task for t in tasks]
+    if demand.mem_per_node:
+        mem = [demand.mem_per_node for _ in indices]
+    elif demand.mem_per_cpu:
+        mem = [c * demand.mem_per_cpu for c in cpus]
+    else:
+        mem = [0 for _ in indices]
+    return Allocation([names[i] for i in indices], cpus, mem, list(tasks))
+
+
 def demand_of(spec: JobSpec, partition: Partition | None, default_mem_per_cpu: int | None) -> Demand:
     nodes_min = max(spec.nodes_min, 1)
     if spec.req_nodes:
@@ -337,17 +354,7 @@ class Scheduler:
                     return None
         if demand.req_nodes and not {self._index[n] for n in demand.req_nodes}.issubset(indices):
             return None
-        names = [self._names[i] for i in indices]
-        if demand.exclusive:
-            cpus = [self.total_cpus[i] for i in indices]
-        else:
-            cpus = [t * demand.cpus_per_task for t in tasks]
-        if demand.mem_per_node:
-            mem = [demand.mem_per_node for _ in indices]
-        elif demand.mem_per_cpu:
-            mem = [c * demand.mem_per_cpu for c in cpus]
-        else:
-            mem = [0 for _ in indices]
+        shaped = allocation_of(self._names, indices, tasks, self.total_cpus, demand)
         picked: list[dict[str, list[int]]] = []
         if demand.gres:
             for i in indices:
@@ -355,7 +362,7 @@ class Scheduler:
                 if units is None:  # filtered above; a node cannot lose units in between
                     return None
                 picked.append(units)
-        return Allocation(names, cpus, mem, tasks, picked)
+        return Allocation(shaped.nodes, shaped.cpus, shaped.mem, shaped.tasks, picked)
 
     def _kernel(self, demand: Demand, order: list[int], nodes_min: int):
         place = corescheduler.placement.place
