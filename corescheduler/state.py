@@ -655,13 +655,22 @@ class ClusterState:
         self.need_schedule = True
         return []
 
-    def allocation_complete(self, job_id: int, uid: int, exit_code: int, exit_signal: int) -> list[Outgoing]:
-        """srun/salloc report the end of the allocation they hold (no batch script)."""
+    @staticmethod
+    def _check_owner(job: Job, uid: int) -> None:
+        """A job is its user's, root's and the cluster owner's (SlurmUser) to change."""
+        if uid not in (0, os.getuid(), job.spec.user_id):
+            raise RequestError("Access/permission denied", "AccessDenied")
+
+    def _owned_job(self, job_id: int, uid: int) -> Job:
         job = self.jobs.get(job_id)
         if job is None:
             raise RequestError("Invalid job id specified", "InvalidJobId")
-        if uid not in (0, os.getuid(), job.spec.user_id):
-            raise RequestError("Access/permission denied", "AccessDenied")
+        self._check_owner(job, uid)
+        return job
+
+    def allocation_complete(self, job_id: int, uid: int, exit_code: int, exit_signal: int) -> list[Outgoing]:
+        """srun/salloc report the end of the allocation they hold (no batch script)."""
+        job = self._owned_job(job_id, uid)
         if job.state != model.RUNNING:
             return []
         state = model.FAILED if exit_code or exit_signal else model.COMPLETED
@@ -671,8 +680,7 @@ class ClusterState:
     # ------------------------------------------------------------------ cancel / signal
     def cancel(self, job: Job, uid: int, signal: int | None = None, batch_only: bool = False,
                task_ids: set[int] | None = None, full: bool = False) -> list[Outgoing]:
-        if uid != 0 and uid != os.getuid() and uid != job.spec.user_id:
-            raise RequestError("Access/permission denied", "AccessDenied")
+        self._check_owner(job, uid)
         now = time.time()
         if signal is not None:
             if job.state != model.RUNNING:
@@ -721,8 +729,7 @@ class ClusterState:
 
     # ------------------------------------------------------------------ updates
     def update(self, job: Job, fields: dict[str, str], uid: int) -> None:
-        if uid != 0 and uid != os.getuid() and uid != job.spec.user_id:
-            raise RequestError("Access/permission denied", "AccessDenied")
+        self._check_owner(job, uid)
         for key, value in fields.items():
             lowered = key.lower()
             if lowered == "hold":
@@ -804,11 +811,7 @@ class ClusterState:
     # ------------------------------------------------------------------ steps
     def step_create(self, job_id: int, uid: int, name: str, ntasks: int | None, nodes_min: int | None,
                     cpus_per_task: int | None, nodelist: list[str]) -> dict[str, Any]:
-        job = self.jobs.get(job_id)
-        if job is None:
-            raise RequestError("Invalid job id specified", "InvalidJobId")
-        if uid not in (0, os.getuid(), job.spec.user_id):
-            raise RequestError("Access/permission denied", "AccessDenied")
+        job = self._owned_job(job_id, uid)
         if job.state != model.RUNNING:
             raise RequestError("Job/step already completing or completed", "AlreadyDone")
         cpt = cpus_per_task or job.spec.cpus_per_task or 1
