@@ -429,6 +429,11 @@ class Scheduler:
             if reason is not None:
                 job.reason = reason
                 continue
+            if demand.req_nodes:
+                down = [n for n in demand.req_nodes if n in self.nodes and not self.usable(self.nodes[n])]
+                if down:  # as Slurm 22.05 words it; such a job holds back nobody
+                    job.reason = f"{REASON_NODES_DOWN}, UnavailableNodes:{','.join(down)}"
+                    continue
             if job.partition in blocked:
                 job.reason = REASON_PRIORITY
                 continue

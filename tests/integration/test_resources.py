@@ -77,3 +77,17 @@ def test_too_many_nodes_waits_with_partition_config(cluster: Cluster, workdir: P
     job_id = cluster.sbatch("-N", "99", "--wrap", "true", cwd=workdir)
     wait_for(lambda: cluster.job(job_id).get("reason") == "PartitionConfig", what="PartitionConfig")
     cluster.run("scancel", str(job_id), check=True)
+
+
+def test_required_node_down_is_reported(cluster: Cluster, workdir: Path) -> None:
+    cluster.run("scontrol", "update", "NodeName=n2", "State=DRAIN", "Reason=maintenance", check=True)
+    try:
+        job_id = cluster.sbatch("-w", "n2", "--wrap", "true", cwd=workdir)
+        wait_for(lambda: cluster.job(job_id).get("reason") == "ReqNodeNotAvail, UnavailableNodes:n2",
+                 what="ReqNodeNotAvail")
+        other = cluster.sbatch("--wrap", "true", cwd=workdir)  # not held back by it
+        cluster.wait_state(other, "COMPLETED")
+        assert "n2 maintenance" in cluster.run("sinfo", "-R", "-h", "-o", "%N %E", check=True).stdout
+    finally:
+        cluster.run("scontrol", "update", "NodeName=n2", "State=RESUME", check=True)
+    cluster.wait_state(job_id, "COMPLETED")
