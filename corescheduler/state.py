@@ -291,6 +291,8 @@ class ClusterState:
             if not item:
                 continue
             kind, _, ids = item.partition(":")
+            if kind == "aftercorr" and job.array_pending:
+                continue  # task by task: see _aftercorr_ready
             if kind == "singleton":
                 others = [j for j in self.jobs.values() if j.job_id != job.job_id and j.spec.name == job.spec.name
                           and j.spec.user_id == job.spec.user_id and j.state in (model.RUNNING, model.SUSPENDED)]
@@ -322,6 +324,24 @@ class ClusterState:
             return None
         return REASON_DEP_NEVER if "never" in results else REASON_DEPENDENCY
 
+    def _aftercorr_ready(self, job: Job) -> list[int]:
+        """aftercorr: the pending tasks whose namesake task of every named array completed."""
+        targets = []
+        for item in (job.spec.dependency or "").replace("?", ",").split(","):
+            kind, _, ids = item.partition(":")
+            if kind == "aftercorr":
+                targets += [int(p.split("+", 1)[0].split("_", 1)[0]) for p in ids.split(":") if p[:1].isdigit()]
+        if not targets:
+            return list(job.array_pending)
+        done: dict[tuple[int, int], str] = {}
+        for other in self.jobs.values():
+            if other.array_job_id in targets and other.array_task_id is not None and not other.array_pending:
+                done[(other.array_job_id, other.array_task_id)] = other.state
+        for finished in self.store.acct_jobs(job_ids=targets):
+            if finished.array_task_id is not None:
+                done.setdefault((finished.array_job_id or finished.job_id, finished.array_task_id), finished.state)
+        return [t for t in job.array_pending if all(done.get((a, t)) == model.COMPLETED for a in targets)]
+
     def _kill_invalid_dep(self, job: Job) -> bool:
         """--kill-on-invalid-dep=yes, or SchedulerParameters=kill_invalid_depend (and not =no)."""
         choice = job.spec.other_options.get("kill-on-invalid-dep", "").lower()
@@ -348,6 +368,7 @@ class ClusterState:
         pending = sorted((j for j in self.jobs.values() if j.state == model.PENDING),
                          key=lambda j: (-tiers.get(j.partition, 0), -j.priority, j.job_id))
         running_tasks: dict[int, int] = {}
+        ready_tasks: dict[int, list[int]] = {}  # array record -> the task ids that may start now, in order
         qos_limits = self.assocs.qos_limits()
         running_per_qos: dict[tuple[str, int], int] = {}
         for job in self.jobs.values():
@@ -377,8 +398,16 @@ class ClusterState:
             partition = self.partitions.get(job.partition)
             demand = demand_of(job.spec, partition, self.scheduler.default_mem_per_cpu)
             if job.array_pending:
+                tasks = self._aftercorr_ready(job) if "aftercorr" in (job.spec.dependency or "") \
+                    else list(job.array_pending)
+                if not tasks:
+                    if job.reason != REASON_DEPENDENCY:
+                        job.reason = REASON_DEPENDENCY
+                        self._save(job)
+                    continue
+                ready_tasks[job.job_id] = tasks
                 limit = job.spec.array_max_running
-                room = len(job.array_pending)
+                room = len(tasks)
                 if limit:
                     room = min(room, max(0, limit - running_tasks.get(job.array_job_id or 0, 0)))
                     if room == 0:
@@ -407,7 +436,7 @@ class ClusterState:
         for start in starts:
             job = start.job
             if job.array_pending and len(job.array_pending) > 1:
-                job = self._split_array_task(job)
+                job = self._split_array_task(job, ready_tasks[job.job_id].pop(0))
             elif job.array_pending:
                 job.array_task_id = job.array_pending[0]
                 job.array_pending = []
@@ -542,8 +571,8 @@ class ClusterState:
         self._save(job)
         self.need_schedule = True
 
-    def _split_array_task(self, meta: Job) -> Job:
-        task_id = meta.array_pending.pop(0)
+    def _split_array_task(self, meta: Job, task_id: int) -> Job:
+        meta.array_pending.remove(task_id)
         job = Job(job_id=self._new_job_id(), spec=meta.spec, partition=meta.partition, time_limit=meta.time_limit,
                   submit_time=meta.submit_time, priority=meta.priority, array_job_id=meta.array_job_id,
                   array_task_id=task_id, eligible_time=meta.eligible_time)

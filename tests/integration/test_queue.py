@@ -97,3 +97,16 @@ def test_dependency_delay_and_kill_on_invalid_dep(cluster: Cluster, workdir: Pat
     waits = cluster.sbatch(f"--dependency=afterany:{fails}+1", "--wrap", "true", cwd=workdir)
     assert cluster.job(waits)["reason"] == "Dependency"
     cluster.run("scancel", str(waits), check=True)
+
+
+def test_aftercorr_task_by_task(cluster: Cluster, workdir: Path) -> None:
+    first = cluster.sbatch("--array=1-3", "--wrap", "sleep 1; test $SLURM_ARRAY_TASK_ID != 2", cwd=workdir)
+    second = cluster.sbatch("--array=1-3", f"--dependency=aftercorr:{first}", "-o", "corr-%a.out",
+                            "--wrap", "echo ran", cwd=workdir)
+    wait_for(lambda: (workdir / "corr-1.out").exists() and (workdir / "corr-3.out").exists(), what="tasks 1, 3")
+    # Task 2 of the first array failed: the second array's task 2 never runs.
+    jobs = {j.get("array_task_id"): j for j in cluster.request("job_info", {"job_ids": [str(second)],
+                                                                           "all_states": True})["jobs"]}
+    assert jobs[2].get("state", "PENDING") == "PENDING" and jobs[2]["reason"] == "Dependency"
+    assert not (workdir / "corr-2.out").exists()
+    cluster.run("scancel", str(second), check=True)
