@@ -100,8 +100,8 @@ class ClusterState:
         self.preempt_mode = preempt_mode
         self.preempt_exempt_s = preempt_exempt_s
         self.kill_invalid_depend = False  # SchedulerParameters=kill_invalid_depend
-        # SchedulerType=sched/backfill (Slurm's default) adds a backfill cycle to the main pass,
-        # at most once a second: the main pass runs on every event.
+        # SchedulerType=sched/backfill (Slurm's default) adds a backfill cycle to the main pass
+        # every bf_interval seconds (SchedulerParameters); the main pass runs on every event.
         self.scheduler_type = "sched/backfill"
         self.backfill_params = BackfillParams()
         self.next_backfill = 0.0
@@ -420,7 +420,7 @@ class ClusterState:
                 candidates.append((job, demand))
         before = {job.job_id: job.reason for job, _ in candidates}
         if self.scheduler_type == "sched/backfill" and now >= self.next_backfill:
-            self.next_backfill = now + 1.0
+            self.next_backfill = now + max(self.backfill_params.interval_s, 0)
             holding = [j for j in self.jobs.values() if j.state == model.RUNNING or j.completing]
             starts, planned = schedule_with_backfill(self.scheduler, candidates, holding, now, self.backfill_params)
             for job, _ in candidates:

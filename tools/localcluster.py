@@ -85,6 +85,7 @@ SlurmdLogFile={d}/log/plurmd-%n.log
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=1
 PriorityType=priority/basic
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none

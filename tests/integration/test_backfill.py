@@ -8,7 +8,7 @@ from plurmtest import Cluster, wait_for
 
 
 def test_backfill_fills_the_gap_without_delaying_the_top_job(fresh_cluster: Cluster, workdir: Path) -> None:
-    c = fresh_cluster  # 2 nodes x 2 CPUs
+    c = fresh_cluster  # 2 nodes x 2 CPUs; the local cluster runs backfill every second (bf_interval=1)
     long = c.sbatch("-N1", "--exclusive", "-t", "10", "--wrap", "sleep 60", cwd=workdir)
     c.wait_state(long, "RUNNING")
     top = c.sbatch("-N2", "--exclusive", "-t", "5", "--wrap", "true", cwd=workdir)
