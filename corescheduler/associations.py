@@ -251,8 +251,12 @@ class AssociationStore:
         return lines
 
     def fairshare(self, account: str | None, user: str) -> float:
-        """The Fair Tree factor of a job's association (0 when it has none)."""
+        """The Fair Tree factor of a job's association (0 when it has none).
+
+        Called for every pending job at each PriorityCalcPeriod: the factors and the
+        users' default accounts are computed once and kept until something changes."""
         if self._factors is None:
             self.shares()
-        account = account or self.default_account(user) or ""
+            self._defaults = {u["user"]: u["default_account"] for u in self.users()}
+        account = account or self._defaults.get(user) or ""
         return (self._factors or {}).get((account, user), 0.0)
