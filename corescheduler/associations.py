@@ -60,6 +60,7 @@ class AssociationStore:
                        "VALUES ('root', NULL, 'default root account', 'root')")
         db.execute("INSERT OR IGNORE INTO assoc_qos (name, description) VALUES ('normal', 'Normal QOS default')")
         self._factors: dict[tuple[str, str], float] | None = None
+        self._defaults: dict[str, str] = {}
 
     # -- administration (sacctmgr)
     def add_account(self, name: str, parent: str = "root", description: str | None = None,
@@ -248,6 +249,7 @@ class AssociationStore:
             if line.user is not None:
                 line.fairshare = factors.get((line.account, line.user), 0.0)
         self._factors = factors
+        self._defaults = {u["user"]: u["default_account"] for u in self.users()}
         return lines
 
     def fairshare(self, account: str | None, user: str) -> float:
@@ -257,6 +259,5 @@ class AssociationStore:
         users' default accounts are computed once and kept until something changes."""
         if self._factors is None:
             self.shares()
-            self._defaults = {u["user"]: u["default_account"] for u in self.users()}
         account = account or self._defaults.get(user) or ""
         return (self._factors or {}).get((account, user), 0.0)
