@@ -10,7 +10,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     from plurm.corescheduler.client import ClientError, Connection
     from plurm.grammar.options import OptionError
-    from plurm.grammar.sbatch_cli import help_text, parse_srun, version_text
+    from plurm.grammar.sbatch_cli import help_text, parse_salloc, version_text
     from plurm.grammar.hostlist import compress
     from plurm.tools.allocation import AllocationError, allocate, release
     from plurm.tools.jobspec import build_spec
@@ -18,11 +18,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     environ = dict(os.environ)
     try:
-        # salloc shares srun's reading of the command line: options, then the command.
-        req = parse_srun(argv, environ)
+        req = parse_salloc(argv, environ)  # options (and SALLOC_* inputs), then the command
     except OptionError as exc:
         for line in exc.lines:
-            print(line.replace("srun:", "salloc:", 1), file=sys.stderr)
+            print(line, file=sys.stderr)
         return exc.exit_code
     options = req.options
     if options.get("help") or options.get("usage"):
@@ -35,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         conn = Connection()
         spec = build_spec(options, default_name="interactive" if not req.command else os.path.basename(command[0]),
-                          environ=environ, batch=False)
+                          environ=environ, batch=False, raw_options=req.raw_options)
         job = allocate(conn, spec, "salloc", quiet=bool(options.get("quiet")))
     except (ClientError, AllocationError) as exc:
         print(exc if isinstance(exc, AllocationError) else f"salloc: error: {exc}", file=sys.stderr)

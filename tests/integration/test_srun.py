@@ -39,3 +39,11 @@ srun -n1 bash -c 'echo second $SLURM_STEP_ID'
     steps = cluster.run("sacct", "-j", str(job_id), "-P", "-n", "-o", "JobID,State", check=True).stdout.split()
     assert steps == [f"{job_id}|COMPLETED", f"{job_id}.batch|COMPLETED", f"{job_id}.0|COMPLETED",
                      f"{job_id}.1|COMPLETED"]
+
+
+def test_salloc_runs_a_command_in_an_allocation(cluster: Cluster, workdir: Path) -> None:
+    proc = cluster.run("salloc", "-N2", "bash", "-c", "echo $SLURM_JOB_NUM_NODES; srun -l hostname | wc -l",
+                       cwd=workdir, check=True, env={"SALLOC_PARTITION": "debug"})
+    assert proc.stdout.split() == ["2", "2"]
+    assert proc.stderr.startswith("salloc: Granted job allocation ")
+    assert "salloc: Relinquishing job allocation" in proc.stderr
