@@ -9,27 +9,19 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     from plurm.corescheduler.client import ClientError, Connection
-    from plurm.grammar.options import OptionError
-    from plurm.grammar.sbatch_cli import help_text, parse_salloc, version_text
+    from plurm.grammar.sbatch_cli import parse_salloc
+    from plurm.tools.frontend import parse_or_answer
     from plurm.grammar.hostlist import compress
     from plurm.tools.allocation import AllocationError, allocate, release
     from plurm.tools.jobspec import build_spec
 
     argv = sys.argv[1:] if argv is None else argv
     environ = dict(os.environ)
-    try:
-        req = parse_salloc(argv, environ)  # options (and SALLOC_* inputs), then the command
-    except OptionError as exc:
-        for line in exc.lines:
-            print(line, file=sys.stderr)
-        return exc.exit_code
+    # Options (and SALLOC_* inputs), then the command.
+    req, done = parse_or_answer("salloc", parse_salloc, argv, environ)
+    if req is None:
+        return done
     options = req.options
-    if options.get("help") or options.get("usage"):
-        sys.stdout.write(help_text("salloc"))
-        return 0
-    if options.get("version"):
-        sys.stdout.write(version_text("salloc"))
-        return 0
     command = req.command or [environ.get("SHELL", "/bin/sh")]
     try:
         conn = Connection()

@@ -14,34 +14,27 @@ def _print_lines(lines: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from plurm.grammar.options import OptionError
-    from plurm.grammar.sbatch_cli import format_verbose_block, help_text, parse_sbatch, usage_text, version_text
+    from plurm.grammar.sbatch_cli import format_verbose_block, parse_sbatch
+    from plurm.tools.frontend import parse_or_answer
 
     argv = sys.argv[1:] if argv is None else argv
     environ = dict(os.environ)
-    try:
+
+    def parse() -> object:
         try:
-            req = parse_sbatch(argv, environ)
+            return parse_sbatch(argv, environ)
         except OptionError as exc:
             # No script file and no --wrap: sbatch reads the script from standard
             # input.  Read it only then, so that a script file never waits on stdin.
             if exc.exit_code == 1 and exc.lines and "Batch script is empty" in exc.lines[0] \
                     and not sys.stdin.isatty():
-                req = parse_sbatch(argv, environ, sys.stdin.buffer.read())
-            else:
-                raise
-    except OptionError as exc:
-        _print_lines(exc.lines)
-        return exc.exit_code
+                return parse_sbatch(argv, environ, sys.stdin.buffer.read())
+            raise
+
+    req, done = parse_or_answer("sbatch", parse)
+    if req is None:
+        return done
     options = req.options
-    if options.get("help"):
-        sys.stdout.write(help_text("sbatch"))
-        return 0
-    if options.get("usage"):
-        sys.stdout.write(usage_text("sbatch"))
-        return 0
-    if options.get("version"):
-        sys.stdout.write(version_text("sbatch"))
-        return 0
     _print_lines(req.warnings)
     if req.verbose:
         sys.stderr.write(format_verbose_block(req))

@@ -198,24 +198,15 @@ def _step_name(argv: list[str], options: dict[str, Any], command: list[str], own
 
 
 def main(argv: list[str] | None = None) -> int:
-    from plurm.grammar.options import OptionError
-    from plurm.grammar.sbatch_cli import help_text, parse_srun, version_text
+    from plurm.grammar.sbatch_cli import parse_srun
+    from plurm.tools.frontend import parse_or_answer
 
     argv = sys.argv[1:] if argv is None else argv
     environ = dict(os.environ)
-    try:
-        req = parse_srun(argv, environ)
-    except OptionError as exc:
-        for line in exc.lines:
-            print(line, file=sys.stderr)
-        return exc.exit_code
+    req, done = parse_or_answer("srun", parse_srun, argv, environ)
+    if req is None:
+        return done
     options = req.options
-    if options.get("help") or options.get("usage"):
-        sys.stdout.write(help_text("srun"))
-        return 0
-    if options.get("version"):
-        sys.stdout.write(version_text("srun"))
-        return 0
     for warning in req.warnings:
         print(warning, file=sys.stderr)
     if not req.command:
