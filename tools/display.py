@@ -393,3 +393,18 @@ def run_iterating(run_once, iterate: float | None) -> int:
             time.sleep(iterate)
         except KeyboardInterrupt:
             return 130
+
+
+def info_action(action: str | None, help_text: str, usage_text: str) -> bool:
+    """Answer --help, --usage or --version (``action``) on stdout; True when answered."""
+    import sys
+
+    if action == "help":
+        sys.stdout.write(help_text)
+    elif action == "usage":
+        sys.stdout.write(usage_text)
+    elif action == "version":
+        sys.stdout.write(version_line())
+    else:
+        return False
+    return True

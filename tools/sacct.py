@@ -16,6 +16,8 @@ import re
 import sys
 import time
 
+from plurm.tools.display import info_action
+
 PROG = "sacct"
 
 _SHORT = "aA:bBcDeE:f:g:hi:I:j:k:K:lLM:nN:o:pPq:r:s:S:Tu:vVW:x:X"
@@ -230,16 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         opts = parse_args(argv)
-        if opts.action == "help":
-            sys.stdout.write(HELP)
-            return 0
-        if opts.action == "usage":
-            sys.stdout.write(USAGE)
-            return 0
-        if opts.action == "version":
-            from plurm import SLURM_COMPAT_VERSION
-
-            sys.stdout.write(f"slurm-wlm {SLURM_COMPAT_VERSION}\n")
+        if info_action(opts.action, HELP, USAGE):
             return 0
         if opts.action == "helpformat":
             sys.stdout.write(helpformat_text())

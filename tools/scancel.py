@@ -20,6 +20,8 @@ import os
 import re
 import sys
 
+from plurm.tools.display import info_action
+
 PROG = "scancel"
 
 _SHORT = "A:bfHiM:n:p:Qq:R:s:t:u:vVw:"
@@ -181,16 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         sys.stderr.write("".join(line + "\n" for line in exc.lines))
         return exc.code
-    if opts.action == "help":
-        sys.stdout.write(HELP)
-        return 0
-    if opts.action == "usage":
-        sys.stdout.write(USAGE)
-        return 0
-    if opts.action == "version":
-        from plurm import SLURM_COMPAT_VERSION
-
-        sys.stdout.write(f"slurm-wlm {SLURM_COMPAT_VERSION}\n")
+    if info_action(opts.action, HELP, USAGE):
         return 0
     if not opts.job_ids and opts.user is None and not opts.names and not opts.states and not opts.partitions:
         sys.stderr.write(f"{PROG}: error: No job identification provided\n")
