@@ -33,7 +33,8 @@ NOW = 6_000_000.0  # a multiple of the resolution: plans fall on exact times
 RES = 60
 _compiled = importlib.import_module("plurm.corescheduler._profile_c")
 KERNELS = [_profile_py] + ([_compiled] if backfill.profile_compiled(_compiled) else [])
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: CI runs the same examples every time (a rare slow case must not make it flaky).
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
@@ -291,7 +292,7 @@ def test_kernel_twins_agree_on_random_profiles(data) -> None:
 
 
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.__name__.rsplit(".", 1)[-1])
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=600, deadline=None, derandomize=True)
 @given(data=st.data())
 def test_sweep_finds_the_earliest_slot_by_brute_force(k, data) -> None:
     """The incremental sweep agrees with recomputing every node's minima at every slot."""
