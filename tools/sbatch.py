@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
             # No script file and no --wrap: sbatch reads the script from standard
             # input.  Read it only then, so that a script file never waits on stdin.
             if exc.exit_code == 1 and exc.lines and "Batch script is empty" in exc.lines[0] \
-                    and not sys.stdin.isatty():
+                    and sys.stdin is not None and not sys.stdin.isatty():
                 return parse_sbatch(argv, environ, sys.stdin.buffer.read())
             raise
 
