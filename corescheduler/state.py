@@ -32,6 +32,7 @@ from plurm.corescheduler.scheduler import (
 )
 from plurm.corescheduler import preempt
 from plurm.corescheduler.associations import AssociationStore
+from plurm.corescheduler.dependency import Dependencies
 from plurm.corescheduler.backfill import BackfillParams, schedule_with_backfill
 from plurm.corescheduler.preempt import NoPreemption
 from plurm.corescheduler.priority import BasicPriority, ClusterShape
@@ -116,6 +117,7 @@ class ClusterState:
                                   fairshare=lambda job: self.assocs.fairshare(job.spec.account, job.spec.user),
                                   qos=lambda job: self.assocs.qos_priority(job.spec.qos))
         self.jobs: dict[int, Job] = {}
+        self.dependencies = Dependencies(self.jobs, self.find_jobs, store)
         self.steps: dict[tuple[int, str], StepRecord] = {}
         self.node_seen: dict[str, float] = {}
         self.node_registered: set[str] = set()
@@ -277,70 +279,8 @@ class ClusterState:
         if job.spec.begin_time is not None and job.spec.begin_time > now:
             return REASON_BEGIN_TIME
         if job.spec.dependency:
-            return self._dependency_reason(job, now)
+            return self.dependencies.reason(job, now)
         return None
-
-    def _dependency_reason(self, job: Job, now: float | None = None) -> str | None:
-        """Evaluate after/afterany/afterok/afternotok/aftercorr/singleton (',' AND, '?' OR),
-        with Slurm's ``+minutes`` delay after the condition is met."""
-        now = time.time() if now is None else now
-        spec = job.spec.dependency or ""
-        any_mode = "?" in spec
-        results = []
-        for item in spec.replace("?", ",").split(","):
-            if not item:
-                continue
-            kind, _, ids = item.partition(":")
-            if kind == "aftercorr" and job.array_pending:
-                continue  # task by task: see _aftercorr_ready
-            if kind == "singleton":
-                others = [j for j in self.jobs.values() if j.job_id != job.job_id and j.spec.name == job.spec.name
-                          and j.spec.user_id == job.spec.user_id and j.state in (model.RUNNING, model.SUSPENDED)]
-                results.append("wait" if others else "ok")
-                continue
-            for part in ids.split(":"):
-                part, _, delay = part.partition("+")
-                if not part:
-                    continue
-                targets = self.find_jobs(part)
-                if not targets:
-                    # Purged jobs: look them up in accounting.
-                    results.append(self._dep_from_acct(kind, part))
-                    continue
-                result = _dep_result(kind, targets)
-                if result == "ok" and delay.isdigit():
-                    # after:ID+M: M minutes after it started; the others: after it ended.
-                    mark = [t.start_time if kind == "after" else t.end_time for t in targets]
-                    if any(m is None or now < m + int(delay) * 60 for m in mark):
-                        result = "wait"
-                results.append(result)
-        if not results:
-            return None
-        if any_mode:
-            if "ok" in results:
-                return None
-            return REASON_DEP_NEVER if all(r == "never" for r in results) else REASON_DEPENDENCY
-        if all(r == "ok" for r in results):
-            return None
-        return REASON_DEP_NEVER if "never" in results else REASON_DEPENDENCY
-
-    def _aftercorr_ready(self, job: Job) -> list[int]:
-        """aftercorr: the pending tasks whose namesake task of every named array completed."""
-        targets = []
-        for item in (job.spec.dependency or "").replace("?", ",").split(","):
-            kind, _, ids = item.partition(":")
-            if kind == "aftercorr":
-                targets += [int(p.split("+", 1)[0].split("_", 1)[0]) for p in ids.split(":") if p[:1].isdigit()]
-        if not targets:
-            return list(job.array_pending)
-        done: dict[tuple[int, int], str] = {}
-        for other in self.jobs.values():
-            if other.array_job_id in targets and other.array_task_id is not None and not other.array_pending:
-                done[(other.array_job_id, other.array_task_id)] = other.state
-        for finished in self.store.acct_jobs(job_ids=targets):
-            if finished.array_task_id is not None:
-                done.setdefault((finished.array_job_id or finished.job_id, finished.array_task_id), finished.state)
-        return [t for t in job.array_pending if all(done.get((a, t)) == model.COMPLETED for a in targets)]
 
     def _kill_invalid_dep(self, job: Job) -> bool:
         """--kill-on-invalid-dep=yes, or SchedulerParameters=kill_invalid_depend (and not =no)."""
@@ -348,16 +288,6 @@ class ClusterState:
         if choice:
             return choice in ("yes", "true", "1")
         return self.kill_invalid_depend
-
-    def _dep_from_acct(self, kind: str, spec: str) -> str:
-        try:
-            job_id = int(spec.split("_", 1)[0])
-        except ValueError:
-            return "never"
-        finished = list(self.store.acct_jobs(job_ids=[job_id]))
-        if finished:
-            return _dep_result(kind, finished)
-        return "ok" if kind in ("after", "afterany") else "never"
 
     def schedule(self, now: float | None = None) -> list[Outgoing]:
         now = time.time() if now is None else now
@@ -398,7 +328,7 @@ class ClusterState:
             partition = self.partitions.get(job.partition)
             demand = demand_of(job.spec, partition, self.scheduler.default_mem_per_cpu)
             if job.array_pending:
-                tasks = self._aftercorr_ready(job) if "aftercorr" in (job.spec.dependency or "") \
+                tasks = self.dependencies.aftercorr_ready(job) if "aftercorr" in (job.spec.dependency or "") \
                     else list(job.array_pending)
                 if not tasks:
                     if job.reason != REASON_DEPENDENCY:
@@ -1042,22 +972,6 @@ def parse_task_ids(text: str) -> set[int]:
         except ValueError:
             raise RequestError("Invalid job id specified", "InvalidJobId") from None
     return wanted
-
-
-def _dep_result(kind: str, targets: list[Job]) -> str:
-    """"ok", "wait" or "never" for one dependency condition on some jobs."""
-    states = [j.state for j in targets]
-    if kind == "after":
-        return "ok" if all(s != model.PENDING for s in states) else "wait"
-    if any(s in model.ACTIVE_STATES or j.completing for s, j in zip(states, targets)):
-        return "wait"
-    if kind in ("afterany", "aftercorr"):
-        return "ok"
-    if kind == "afterok":
-        return "ok" if all(s == model.COMPLETED for s in states) else "never"
-    if kind == "afternotok":
-        return "ok" if all(s != model.COMPLETED for s in states) else "never"
-    return "never"
 
 
 def model_to_dict(job: Job) -> dict[str, Any]:

@@ -1,0 +1,113 @@
+"""Job dependencies (--dependency), as Slurm evaluates them.
+
+after, afterany, afterok, afternotok, aftercorr (task by task for arrays) and
+singleton; ``,`` joins conditions with AND, ``?`` with OR; ``+minutes`` delays a
+condition after it is met.  A dependency on a job no longer in the controller's
+memory is decided by its accounting record.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from plurm.corescheduler import model
+from plurm.corescheduler.model import Job
+from plurm.corescheduler.scheduler import REASON_DEP_NEVER, REASON_DEPENDENCY
+from plurm.corescheduler.store import StateStore
+
+
+class Dependencies:
+    def __init__(self, jobs: dict[int, Job], find_jobs: Callable[[str], list[Job]], store: StateStore) -> None:
+        self.jobs = jobs
+        self.find_jobs = find_jobs
+        self.store = store
+
+    def reason(self, job: Job, now: float | None = None) -> str | None:
+        """Evaluate after/afterany/afterok/afternotok/aftercorr/singleton (',' AND, '?' OR),
+        with Slurm's ``+minutes`` delay after the condition is met."""
+        now = time.time() if now is None else now
+        spec = job.spec.dependency or ""
+        any_mode = "?" in spec
+        results = []
+        for item in spec.replace("?", ",").split(","):
+            if not item:
+                continue
+            kind, _, ids = item.partition(":")
+            if kind == "aftercorr" and job.array_pending:
+                continue  # task by task: see aftercorr_ready
+            if kind == "singleton":
+                others = [j for j in self.jobs.values() if j.job_id != job.job_id and j.spec.name == job.spec.name
+                          and j.spec.user_id == job.spec.user_id and j.state in (model.RUNNING, model.SUSPENDED)]
+                results.append("wait" if others else "ok")
+                continue
+            for part in ids.split(":"):
+                part, _, delay = part.partition("+")
+                if not part:
+                    continue
+                targets = self.find_jobs(part)
+                if not targets:
+                    # Purged jobs: look them up in accounting.
+                    results.append(self._from_accounting(kind, part))
+                    continue
+                result = _result(kind, targets)
+                if result == "ok" and delay.isdigit():
+                    # after:ID+M: M minutes after it started; the others: after it ended.
+                    mark = [t.start_time if kind == "after" else t.end_time for t in targets]
+                    if any(m is None or now < m + int(delay) * 60 for m in mark):
+                        result = "wait"
+                results.append(result)
+        if not results:
+            return None
+        if any_mode:
+            if "ok" in results:
+                return None
+            return REASON_DEP_NEVER if all(r == "never" for r in results) else REASON_DEPENDENCY
+        if all(r == "ok" for r in results):
+            return None
+        return REASON_DEP_NEVER if "never" in results else REASON_DEPENDENCY
+
+    def aftercorr_ready(self, job: Job) -> list[int]:
+        """aftercorr: the pending tasks whose namesake task of every named array completed."""
+        targets = []
+        for item in (job.spec.dependency or "").replace("?", ",").split(","):
+            kind, _, ids = item.partition(":")
+            if kind == "aftercorr":
+                targets += [int(p.split("+", 1)[0].split("_", 1)[0]) for p in ids.split(":") if p[:1].isdigit()]
+        if not targets:
+            return list(job.array_pending)
+        done: dict[tuple[int, int], str] = {}
+        for other in self.jobs.values():
+            if other.array_job_id in targets and other.array_task_id is not None and not other.array_pending:
+                done[(other.array_job_id, other.array_task_id)] = other.state
+        for finished in self.store.acct_jobs(job_ids=targets):
+            if finished.array_task_id is not None:
+                done.setdefault((finished.array_job_id or finished.job_id, finished.array_task_id), finished.state)
+        return [t for t in job.array_pending if all(done.get((a, t)) == model.COMPLETED for a in targets)]
+
+    def _from_accounting(self, kind: str, spec: str) -> str:
+        """A dependency on a job no longer in memory: its accounting record decides."""
+        try:
+            job_id = int(spec.split("_", 1)[0])
+        except ValueError:
+            return "never"
+        finished = list(self.store.acct_jobs(job_ids=[job_id]))
+        if finished:
+            return _result(kind, finished)
+        return "ok" if kind in ("after", "afterany") else "never"
+
+
+def _result(kind: str, targets: list[Job]) -> str:
+    """"ok", "wait" or "never" for one dependency condition on some jobs."""
+    states = [j.state for j in targets]
+    if kind == "after":
+        return "ok" if all(s != model.PENDING for s in states) else "wait"
+    if any(s in model.ACTIVE_STATES or j.completing for s, j in zip(states, targets)):
+        return "wait"
+    if kind in ("afterany", "aftercorr"):
+        return "ok"
+    if kind == "afterok":
+        return "ok" if all(s == model.COMPLETED for s in states) else "never"
+    if kind == "afternotok":
+        return "ok" if all(s != model.COMPLETED for s in states) else "never"
+    return "never"
