@@ -288,6 +288,30 @@ class OptionError(Exception):
         self.message = message
 
 
+def glibc_message(prog: str, exc: Exception) -> str:
+    """A Python getopt error in the words glibc's getopt_long prints (sacct, scancel)."""
+    text = str(exc)
+    opt = getattr(exc, "opt", "")
+    if "not recognized" in text or "not a unique prefix" in text:
+        return f"{prog}: unrecognized option '--{opt}'" if len(opt) > 1 else f"{prog}: invalid option -- '{opt}'"
+    if "requires argument" in text:
+        if len(opt) > 1:
+            return f"{prog}: option '--{opt}' requires an argument"
+        return f"{prog}: option requires an argument -- '{opt}'"
+    if "must not have an argument" in text:
+        return f"{prog}: option '--{opt}' doesn't allow an argument"
+    return f"{prog}: {text}"
+
+
+def getopt_or_usage(prog: str, argv: list[str], shortopts: str, longopts: dict[str, tuple[str, int]]
+                    ) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """getopt_long, with an error raised as Usage in Slurm's words (and exit code 1)."""
+    try:
+        return getopt_long(prog, argv, shortopts, longopts)
+    except OptionError as exc:
+        raise Usage(exc.message + "\n" + f'Try "{prog} --help" for more information\n', 1, "stderr") from None
+
+
 def getopt_long(prog: str, argv: list[str], shortopts: str, longopts: dict[str, tuple[str, int]]
                 ) -> tuple[list[tuple[str, str | None]], list[str]]:
     """GNU getopt_long with argument permutation, as Slurm's commands parse options.

@@ -16,7 +16,7 @@ import re
 import sys
 import time
 
-from plurm.tools.display import info_action
+from plurm.tools.display import glibc_message, info_action
 
 PROG = "sacct"
 
@@ -122,23 +122,6 @@ class Options:
         self.action: str | None = None  # help | usage | version | helpformat
 
 
-def _glibc_message(exc: Exception) -> str:
-    """getopt's error in the words glibc's getopt_long prints."""
-    text = str(exc)
-    opt = getattr(exc, "opt", "")
-    if "not recognized" in text or "not a unique prefix" in text:
-        if len(opt) > 1:
-            return f"{PROG}: unrecognized option '--{opt}'"
-        return f"{PROG}: invalid option -- '{opt}'"
-    if "requires argument" in text:
-        if len(opt) > 1:
-            return f"{PROG}: option '--{opt}' requires an argument"
-        return f"{PROG}: option requires an argument -- '{opt}'"
-    if "must not have an argument" in text:
-        return f"{PROG}: option '--{opt}' doesn't allow an argument"
-    return f"{PROG}: {text}"
-
-
 def _split(value: str) -> list[str]:
     return [v for v in value.split(",") if v]
 
@@ -150,7 +133,7 @@ def parse_args(argv: list[str]) -> Options:
     try:
         pairs, rest = getopt.gnu_getopt(argv, _SHORT, _LONG)
     except getopt.GetoptError as exc:
-        raise UsageError(_glibc_message(exc)) from None
+        raise UsageError(glibc_message(PROG, exc)) from None
     for key, value in pairs:
         if key in ("-a", "--allusers"):
             opts.allusers = True

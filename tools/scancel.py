@@ -20,7 +20,7 @@ import os
 import re
 import sys
 
-from plurm.tools.display import info_action
+from plurm.tools.display import glibc_message, info_action
 
 PROG = "scancel"
 
@@ -93,20 +93,6 @@ def parse_signal(text: str) -> int:
     raise ValueError(text)
 
 
-def _glibc_message(exc: Exception) -> str:
-    text = str(exc)
-    opt = getattr(exc, "opt", "")
-    if "not recognized" in text or "not a unique prefix" in text:
-        return f"{PROG}: unrecognized option '--{opt}'" if len(opt) > 1 else f"{PROG}: invalid option -- '{opt}'"
-    if "requires argument" in text:
-        if len(opt) > 1:
-            return f"{PROG}: option '--{opt}' requires an argument"
-        return f"{PROG}: option requires an argument -- '{opt}'"
-    if "must not have an argument" in text:
-        return f"{PROG}: option '--{opt}' doesn't allow an argument"
-    return f"{PROG}: {text}"
-
-
 def parse_args(argv: list[str], environ: dict[str, str] | None = None) -> Options:
     import getopt
 
@@ -127,7 +113,7 @@ def parse_args(argv: list[str], environ: dict[str, str] | None = None) -> Option
     try:
         pairs, rest = getopt.gnu_getopt(argv, _SHORT, _LONG)
     except getopt.GetoptError as exc:
-        raise UsageError([_glibc_message(exc), f'Try "{PROG} --help" for more information']) from None
+        raise UsageError([glibc_message(PROG, exc), f'Try "{PROG} --help" for more information']) from None
     for key, value in pairs:
         if key in ("-b", "--batch"):
             opts.batch = True

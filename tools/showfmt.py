@@ -19,6 +19,7 @@ import time as _time
 
 from plurm.grammar.hostlist import compress
 from plurm.grammar.timefmt import format_duration, format_time_limit
+from plurm.tools.display import bitmap_ranges
 
 # A running job with no time limit: Slurm shows (and enforces) one year.
 YEAR_MINUTES = 365 * 24 * 60
@@ -68,16 +69,7 @@ def user_str(name: str, uid: int) -> str:
 
 def compress_ids(ids: list[int], throttle: int | None = None) -> str:
     """Array task ids as Slurm prints them: ``2-5``, ``0,3,5-7``, with ``%N`` for a throttle."""
-    out: list[str] = []
-    values = sorted(set(ids))
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        out.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    text = ",".join(out)
+    text = bitmap_ranges(ids)
     if throttle:
         text += f"%{throttle}"
     return text

@@ -14,12 +14,11 @@ import time
 from plurm.grammar.hostlist import HostlistError, compress, expand, sort_key
 from plurm.tools.display import (
     Usage,
+    getopt_or_usage,
     run_iterating,
     FormatField,
-    OptionError,
     ctime_line,
     format_timestamp,
-    getopt_long,
     pad,
     parse_format,
     parse_long_format,
@@ -258,10 +257,7 @@ class Options:
 def parse_args(argv: list[str], environ: dict | None = None) -> Options:
     env = os.environ if environ is None else environ
     o = Options()
-    try:
-        pairs, operands = getopt_long(PROG, argv, SHORT_OPTS, LONG_OPTS)
-    except OptionError as exc:
-        raise Usage(exc.message + "\n" + 'Try "sinfo --help" for more information\n', 1, "stderr") from None
+    pairs, operands = getopt_or_usage(PROG, argv, SHORT_OPTS, LONG_OPTS)
     if env.get("SINFO_ALL"):
         o.all = True
     if env.get("SINFO_PARTITION"):

@@ -16,17 +16,16 @@ import time
 from plurm.grammar.hostlist import compress
 from plurm.tools.display import (
     Usage,
+    getopt_or_usage,
     run_iterating,
     JOB_STATE_CODES,
     JOB_STATE_NAMES,
     FormatField,
-    OptionError,
     bitmap_ranges,
     convert_mb,
     ctime_line,
     format_elapsed,
     format_timestamp,
-    getopt_long,
     job_state,
     job_state_code,
     parse_format,
@@ -185,10 +184,7 @@ def parse_states(value: str) -> tuple[list[str] | None, bool]:
 def parse_args(argv: list[str], environ: dict | None = None) -> Options:
     env = os.environ if environ is None else environ
     o = Options()
-    try:
-        pairs, operands = getopt_long(PROG, argv, SHORT_OPTS, LONG_OPTS)
-    except OptionError as exc:
-        raise Usage(exc.message + "\n" + 'Try "squeue --help" for more information\n', 1, "stderr") from None
+    pairs, operands = getopt_or_usage(PROG, argv, SHORT_OPTS, LONG_OPTS)
     if env.get("SQUEUE_ARRAY"):
         o.array = True
     if env.get("SQUEUE_SORT"):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tomllib
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from plurm.corescheduler import wire
-from plurmtest import Cluster, command, wait_for
+from plurmtest import Cluster, command, free_ports, wait_for
 
 cl = pytest.importorskip("pyopencl")
 pytest.importorskip("pynvml")
@@ -60,20 +59,10 @@ def _acme_site(base: Path) -> Path:
     return info.parent
 
 
-def _ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory: pytest.TempPathFactory, nvml_libdir: Path, amdsmi_root: Path) -> Iterator[dict]:
     base = tmp_path_factory.mktemp("mixed")
-    ctld, nv1, nv2, amd1, cl1, hang1, acme1 = _ports(7)
+    ctld, nv1, nv2, amd1, cl1, hang1, acme1 = free_ports(7)
     (base / "slurm.conf").write_text(f"""ClusterName=mixed
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort={ctld}

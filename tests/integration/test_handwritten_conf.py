@@ -4,26 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 from pathlib import Path
 
 from plurm.corescheduler import wire
-from plurmtest import Cluster, command, wait_for
-
-
-def _free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+from plurmtest import Cluster, command, free_ports, wait_for
 
 
 def test_daemons_from_handwritten_conf(tmp_path: Path) -> None:
-    ctld_port, n1_port, n2_port = _free_ports(3)
+    ctld_port, n1_port, n2_port = free_ports(3)
     conf = tmp_path / "slurm.conf"
     # Case-insensitive keys, comments, a DEFAULT line, a hostlist with a port per node.
     conf.write_text(f"""# written by hand
