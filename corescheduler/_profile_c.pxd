@@ -1,42 +1,63 @@
 # Types for the compiled twin of _profile_py.py (Cython pure-Python mode).
+# Every array is an array('l') seen as a C long memoryview.
 cimport cython
+
 
 @cython.locals(tasks=cython.long, by_mem=cython.long)
 cpdef long capacity(long free_cpus, long free_mem, long total_cpus, long cpus_per_task,
                     long mem_per_node, long mem_per_cpu, int exclusive, long ntasks_per_node)
 
 @cython.locals(lo=cython.Py_ssize_t, hi=cython.Py_ssize_t, mid=cython.Py_ssize_t)
-cpdef Py_ssize_t segment(list t, long slot)
+cpdef Py_ssize_t segment(long[::1] T, Py_ssize_t o, Py_ssize_t n, long slot)
 
 @cython.locals(n=cython.Py_ssize_t, nrel=cython.Py_ssize_t, r=cython.Py_ssize_t,
-               i=cython.Py_ssize_t, cur_c=cython.long, cur_m=cython.long, s=cython.long,
-               last=cython.long, t=list, c=list, m=list, bt=list, bc=list, bm=list,
-               events=list)
-cpdef tuple build(list free_cpus, list free_mem, list rel_node, list rel_slot, list rel_cpus,
-                  list rel_mem, long nslots)
+               i=cython.Py_ssize_t, o=cython.Py_ssize_t, e=cython.Py_ssize_t, k=cython.Py_ssize_t,
+               cur_c=cython.long, cur_m=cython.long, s=cython.long, last=cython.long)
+cpdef Py_ssize_t build(long[::1] free_cpus, long[::1] free_mem, long[::1] total_cpus,
+                       long[::1] total_mem, long[::1] rel_node, long[::1] rel_slot,
+                       long[::1] rel_cpus, long[::1] rel_mem, long[::1] off, long[::1] cnt,
+                       long[::1] cap, long[::1] T, long[::1] C, long[::1] M, long[::1] ev_head,
+                       long[::1] ev_next, long[::1] ev_node, long[::1] meta) except -1
 
-@cython.locals(j=cython.Py_ssize_t)
-cdef Py_ssize_t _split(list t, list c, list m, list events, long node, long slot) except -1
+@cython.locals(o=cython.Py_ssize_t, n=cython.Py_ssize_t, j=cython.Py_ssize_t,
+               q=cython.Py_ssize_t, dest=cython.Py_ssize_t, e=cython.Py_ssize_t)
+cdef Py_ssize_t _split(long[::1] off, long[::1] cnt, long[::1] cap, long[::1] T, long[::1] C,
+                       long[::1] M, long[::1] ev_head, long[::1] ev_next, long[::1] ev_node,
+                       long[::1] meta, Py_ssize_t node, long slot) except -1
 
-@cython.locals(t=list, c=list, m=list, first=cython.Py_ssize_t, stop=cython.Py_ssize_t,
+@cython.locals(first=cython.Py_ssize_t, stop=cython.Py_ssize_t, o=cython.Py_ssize_t,
                q=cython.Py_ssize_t, ok=cython.int)
-cpdef int reserve(list bt, list bc, list bm, list events, long node, long start, long end,
-                  long cpus, long mem, long nslots) except -1
+cpdef int reserve(long[::1] off, long[::1] cnt, long[::1] cap, long[::1] T, long[::1] C,
+                  long[::1] M, long[::1] ev_head, long[::1] ev_next, long[::1] ev_node,
+                  long[::1] meta, Py_ssize_t node, long start, long end, long cpus, long mem,
+                  long nslots) except -3
 
-@cython.locals(j=cython.Py_ssize_t, k=cython.Py_ssize_t, lc=cython.long, lm=cython.long)
-cpdef tuple window_min(list t, list c, list m, long start, long end, long nslots)
+@cython.locals(o=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, lc=cython.long,
+               lm=cython.long)
+cpdef tuple window_min(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
+                       Py_ssize_t node, long start, long end, long nslots)
 
-@cython.locals(n=cython.Py_ssize_t, caps=list, count=cython.long, total=cython.long,
-               end=cython.long, p=cython.Py_ssize_t, i=cython.Py_ssize_t, lc=cython.long,
-               lm=cython.long, cap=cython.long, s=cython.long, r=cython.long,
-               entering=list, leaving=list, q=cython.Py_ssize_t, t=list, j=cython.Py_ssize_t,
-               grew=cython.int, cr=list, mr=list)
-cpdef tuple sweep(list bt, list bc, list bm, list events, long nslots, list order, list pos_of,
-                  list totals, list wcpu, list wmem, long first, long length,
-                  long nodes_min, long ntasks, long cpus_per_task, long ntasks_per_node,
-                  long mem_per_node, long mem_per_cpu, int exclusive, int lazy)
+@cython.locals(o=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, lc=cython.long,
+               lm=cython.long)
+cdef long _fill(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
+                Py_ssize_t i, long start, long end, long nslots, long[::1] wcpu,
+                long[::1] wmem, Py_ssize_t p, long total, long cpus_per_task, long mem_per_node,
+                long mem_per_cpu, int exclusive, long ntasks_per_node)
 
-@cython.locals(j=cython.Py_ssize_t, k=cython.Py_ssize_t, lc=cython.long, lm=cython.long)
-cdef long _fill(list t, list c, list m, long start, long end, long nslots, list wcpu, list wmem,
-                Py_ssize_t p, long total, long cpus_per_task, long mem_per_node, long mem_per_cpu,
-                int exclusive, long ntasks_per_node) except -1
+@cython.locals(n=cython.Py_ssize_t, count=cython.long, total=cython.long, end=cython.long,
+               start_p=cython.Py_ssize_t, p=cython.Py_ssize_t, i=cython.Py_ssize_t,
+               cap=cython.long, s=cython.long, r=cython.long, e=cython.Py_ssize_t,
+               o=cython.Py_ssize_t, j=cython.Py_ssize_t, lc=cython.long, lm=cython.long,
+               grew=cython.int)
+cpdef tuple sweep(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
+                  long[::1] ev_head, long[::1] ev_next, long[::1] ev_node, long nslots,
+                  long[::1] order, long[::1] pos_of, long[::1] totals, long[::1] wcpu,
+                  long[::1] wmem, long[::1] caps, long first, long length, long nodes_min,
+                  long ntasks, long cpus_per_task, long ntasks_per_node, long mem_per_node,
+                  long mem_per_cpu, int exclusive, int lazy, Py_ssize_t skip, long[::1] out)
+
+@cython.locals(pos=list, cs=list, ms=list, ts=list, count=cython.long, total=cython.long,
+               stop_weight=cython.long, p=cython.Py_ssize_t)
+cpdef tuple compact(long[::1] caps, long[::1] wcpu, long[::1] wmem, long[::1] totals,
+                    long[::1] weights, Py_ssize_t lo, Py_ssize_t hi, long nodes_min, long ntasks,
+                    int whole_weight)

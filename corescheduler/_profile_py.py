@@ -1,9 +1,10 @@
-# cython: annotation_typing=False
+# cython: annotation_typing=False, boundscheck=False, wraparound=False, initializedcheck=False
 """Availability profile kernel for backfill: free CPUs and memory per node over time.
 
 Plain Python, typed by _profile_c.pxd and compiled by Cython where a
 compiler exists (_profile_c is a link to this file); the same code runs as
-the pure-Python twin.  plurm.corescheduler.backfill picks one at import.
+the pure-Python twin.  plurm.corescheduler.timeline owns the arrays and is
+the only caller: it grows them when a kernel answers NO_ROOM.
 
 Time is cut into slots of bf_resolution seconds from "now"; slot 0 is now
 and ``nslots`` slots cover bf_window.  Nothing is known past the window, so
@@ -12,17 +13,27 @@ end falls past the window never releases, and a reservation reaching past
 it holds its nodes for ever.  That is conservative, so a plan never counts
 on resources it cannot prove free.
 
-Each node keeps a step function as three parallel lists: ``t`` (the slots
-where a segment starts, ascending, the first 0), ``c`` (free CPUs) and
-``m`` (free memory) on [t[j], t[j+1]); the last segment runs for ever.
+Every array is a flat ``array('l')`` (a typed memoryview once compiled, so
+the loops run in C; the pure twin indexes the same arrays):
+
+* Node i keeps a step function of ``cnt[i]`` segments stored at
+  ``off[i]`` in the pool ``T``/``C``/``M``: segment j starts at slot
+  T[off+j] (ascending, the first 0) and has C[off+j] free CPUs and
+  M[off+j] free memory until the next one; the last runs for ever.  A node
+  has room for ``cap[i]`` segments; when it needs more it moves to the end
+  of the pool with twice the room (``meta[0]`` is the pool in use).
+* ``ev_head[s]`` starts a linked list (``ev_next``/``ev_node``) of the
+  nodes with a breakpoint at slot s, so that a sweep over start times only
+  revisits the nodes whose window changed (``meta[1]`` entries in use).
+
 Nodes change in few places (their jobs' ends and reservations), so this is
-far smaller than a dense nodes x slots table.  ``events[s]`` lists the
-nodes with a breakpoint at slot s, so that a sweep over start times only
-revisits the nodes whose window changed.
+far smaller than a dense nodes x slots table.
 
 Capacities follow select/cons_tres exactly as _placement_py.node_capacity
 does (a property test checks that the two agree).
 """
+
+NO_ROOM = -2  # a kernel that would outgrow the arrays changes nothing and says so
 
 
 def capacity(free_cpus: int, free_mem: int, total_cpus: int, cpus_per_task: int,
@@ -49,120 +60,152 @@ def capacity(free_cpus: int, free_mem: int, total_cpus: int, cpus_per_task: int,
     return tasks if tasks > 0 else 0
 
 
-def segment(t: list, slot: int):
-    """Index of the segment of ``t`` that holds ``slot`` (binary search)."""
+def segment(T, o: int, n: int, slot: int):
+    """Index (from ``o``) of the segment of T[o:o+n] that holds ``slot`` (binary search)."""
     lo = 0
-    hi = len(t) - 1
+    hi = n - 1
     while lo < hi:
         mid = (lo + hi + 1) >> 1
-        if t[mid] <= slot:
+        if T[o + mid] <= slot:
             lo = mid
         else:
             hi = mid - 1
     return lo
 
 
-def build(free_cpus: list, free_mem: list, rel_node: list, rel_slot: list, rel_cpus: list,
-          rel_mem: list, nslots: int):
-    """Profiles of every node from its free resources now and the releases to come.
+def build(free_cpus, free_mem, total_cpus, total_mem, rel_node, rel_slot, rel_cpus, rel_mem,
+          off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta):
+    """Lay out every node's profile from its free resources now and the releases to come.
 
     The releases (running jobs ending) come sorted by (node, slot), with
-    1 <= slot < nslots; a job that ends past the window is simply not listed.
-    Returns (t, c, m, events): per-node lists as described above, and the
-    per-slot lists of nodes with a breakpoint there.
+    1 <= slot < nslots; a job that ends past the window is not listed.  The
+    caller sized the pool for ``cap[i]`` >= 1 + releases of node i, and the
+    events for every release.  A job list that disagrees with the
+    allocations must not make a node look bigger than it is: values are
+    capped at the node's size.
     """
     n = len(free_cpus)
     nrel = len(rel_node)
-    bt = []
-    bc = []
-    bm = []
-    events = [[] for _ in range(nslots)]
     r = 0
+    o = 0
+    e = meta[1]
     for i in range(n):
+        off[i] = o
         cur_c = free_cpus[i]
         cur_m = free_mem[i]
-        t = [0]
-        c = [cur_c]
-        m = [cur_m]
+        k = 0
+        T[o] = 0
+        C[o] = cur_c if cur_c < total_cpus[i] else total_cpus[i]
+        M[o] = cur_m if cur_m < total_mem[i] else total_mem[i]
         last = 0
         while r < nrel and rel_node[r] == i:
             s = rel_slot[r]
             cur_c += rel_cpus[r]
             cur_m += rel_mem[r]
-            if s == last:
-                c[len(c) - 1] = cur_c
-                m[len(m) - 1] = cur_m
-            else:
-                t.append(s)
-                c.append(cur_c)
-                m.append(cur_m)
-                events[s].append(i)
+            if s != last:
+                k += 1
+                T[o + k] = s
+                ev_node[e] = i
+                ev_next[e] = ev_head[s]
+                ev_head[s] = e
+                e += 1
                 last = s
+            C[o + k] = cur_c if cur_c < total_cpus[i] else total_cpus[i]
+            M[o + k] = cur_m if cur_m < total_mem[i] else total_mem[i]
             r += 1
-        bt.append(t)
-        bc.append(c)
-        bm.append(m)
-    return bt, bc, bm, events
+        cnt[i] = k + 1
+        o += cap[i]
+    meta[0] = o
+    meta[1] = e
+    return o
 
 
-def _split(t: list, c: list, m: list, events: list, node: int, slot: int):
-    """Make ``slot`` start a segment of the node; return that segment's index."""
-    j = segment(t, slot)
-    if t[j] == slot:
+def _split(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node: int, slot: int):
+    """Make ``slot`` start a segment of the node; return that segment's index (from off).
+
+    The caller checked that the pool and the events have room.
+    """
+    o = off[node]
+    n = cnt[node]
+    j = segment(T, o, n, slot)
+    if T[o + j] == slot:
         return j
+    if n == cap[node]:  # full: move to the end of the pool with twice the room
+        dest = meta[0]
+        for q in range(n):
+            T[dest + q] = T[o + q]
+            C[dest + q] = C[o + q]
+            M[dest + q] = M[o + q]
+        off[node] = dest
+        cap[node] = 2 * n
+        meta[0] = dest + 2 * n
+        o = dest
     j += 1
-    t.insert(j, slot)
-    c.insert(j, c[j - 1])
-    m.insert(j, m[j - 1])
-    events[slot].append(node)
+    q = n
+    while q > j:
+        T[o + q] = T[o + q - 1]
+        C[o + q] = C[o + q - 1]
+        M[o + q] = M[o + q - 1]
+        q -= 1
+    T[o + j] = slot
+    C[o + j] = C[o + j - 1]
+    M[o + j] = M[o + j - 1]
+    cnt[node] = n + 1
+    e = meta[1]
+    ev_node[e] = node
+    ev_next[e] = ev_head[slot]
+    ev_head[slot] = e
+    meta[1] = e + 1
     return j
 
 
-def reserve(bt: list, bc: list, bm: list, events: list, node: int, start: int, end: int,
-            cpus: int, mem: int, nslots: int):
+def reserve(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node: int, start: int,
+            end: int, cpus: int, mem: int, nslots: int):
     """Take ``cpus`` and ``mem`` from the node over slots [start, end).
 
     ``end`` >= nslots means for ever.  Negative amounts give back a
     reservation.  Returns 1, or 0 when some segment went below zero (the
-    change is applied anyway, so that the caller can give it back).
+    change is applied anyway, so that the caller can give it back), or
+    NO_ROOM (nothing changed) when the arrays must grow first.
     """
-    t = bt[node]
-    c = bc[node]
-    m = bm[node]
-    first = _split(t, c, m, events, node, start)
+    if meta[0] + 6 * cap[node] + 8 > len(T) or meta[1] + 2 > len(ev_node):
+        return NO_ROOM  # two splits may each move the node (2x, then 4x its room)
+    first = _split(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node, start)
     if end < nslots:
-        stop = _split(t, c, m, events, node, end)
+        stop = _split(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node, end)
     else:
-        stop = len(t)
+        stop = cnt[node]
+    o = off[node]
     ok = 1
-    for q in range(first, stop):
-        c[q] -= cpus
-        m[q] -= mem
-        if c[q] < 0 or m[q] < 0:
+    for q in range(o + first, o + stop):
+        C[q] -= cpus
+        M[q] -= mem
+        if C[q] < 0 or M[q] < 0:
             ok = 0
     return ok
 
 
-def window_min(t: list, c: list, m: list, start: int, end: int, nslots: int):
+def window_min(off, cnt, T, C, M, node: int, start: int, end: int, nslots: int):
     """(min free CPUs, min free memory) of one node over slots [start, end)."""
-    j = segment(t, start)
-    k = len(t)
-    lc = c[j]
-    lm = m[j]
+    o = off[node]
+    k = o + cnt[node]
+    j = o + segment(T, o, cnt[node], start)
+    lc = C[j]
+    lm = M[j]
     j += 1
-    while j < k and (end >= nslots or t[j] < end):
-        if c[j] < lc:
-            lc = c[j]
-        if m[j] < lm:
-            lm = m[j]
+    while j < k and (end >= nslots or T[j] < end):
+        if C[j] < lc:
+            lc = C[j]
+        if M[j] < lm:
+            lm = M[j]
         j += 1
     return lc, lm
 
 
-def _fill(t: list, c: list, m: list, start: int, end: int, nslots: int, wcpu: list,
-          wmem: list, p: int, total: int, cpus_per_task: int, mem_per_node: int,
-          mem_per_cpu: int, exclusive: int, ntasks_per_node: int):
-    """The node's capacity for the job over [start, end); its minima into wcpu[p], wmem[p].
+def _fill(off, cnt, T, C, M, i: int, start: int, end: int, nslots: int, wcpu, wmem, p: int,
+          total: int, cpus_per_task: int, mem_per_node: int, mem_per_cpu: int, exclusive: int,
+          ntasks_per_node: int):
+    """Node i's capacity for the job over [start, end); its minima into wcpu[p], wmem[p].
 
     Shortcut: when the first slot alone leaves no room, the run cannot have
     any, and that slot's values (an upper bound of the minima, giving
@@ -170,21 +213,22 @@ def _fill(t: list, c: list, m: list, start: int, end: int, nslots: int, wcpu: li
     sweep keeps this sound: such a value only goes down on the right, and
     is recomputed when a segment no higher than it leaves on the left.
     """
-    j = segment(t, start)
-    k = len(t)
-    lc = c[j]
-    lm = m[j]
+    o = off[i]
+    k = o + cnt[i]
+    j = o + segment(T, o, cnt[i], start)
+    lc = C[j]
+    lm = M[j]
     if capacity(lc, lm, total, cpus_per_task, mem_per_node, mem_per_cpu, exclusive,
                 ntasks_per_node) == 0:
         wcpu[p] = lc
         wmem[p] = lm
         return 0
     j += 1
-    while j < k and (end >= nslots or t[j] < end):
-        if c[j] < lc:
-            lc = c[j]
-        if m[j] < lm:
-            lm = m[j]
+    while j < k and (end >= nslots or T[j] < end):
+        if C[j] < lc:
+            lc = C[j]
+        if M[j] < lm:
+            lm = M[j]
         j += 1
     wcpu[p] = lc
     wmem[p] = lm
@@ -192,43 +236,56 @@ def _fill(t: list, c: list, m: list, start: int, end: int, nslots: int, wcpu: li
                     ntasks_per_node)
 
 
-def sweep(bt: list, bc: list, bm: list, events: list, nslots: int, order: list, pos_of: list,
-          totals: list, wcpu: list, wmem: list, first: int, length: int,
-          nodes_min: int, ntasks: int, cpus_per_task: int, ntasks_per_node: int,
-          mem_per_node: int, mem_per_cpu: int, exclusive: int, lazy: int):
+def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_of, totals,
+          wcpu, wmem, caps, first: int, length: int, nodes_min: int, ntasks: int,
+          cpus_per_task: int, ntasks_per_node: int, mem_per_node: int, mem_per_cpu: int,
+          exclusive: int, lazy: int, skip: int, out):
     """Earliest slot >= ``first`` where the job could hold its nodes for ``length`` slots.
 
-    ``order`` lists the candidate nodes in preference order, ``pos_of`` maps a
-    node to its position in it (-1: not a candidate) and ``totals`` holds the
-    candidates' CPU counts by position.  A slot qualifies when, with every
-    candidate's free resources taken as their minimum over the job's whole
-    run, enough nodes hold a task and together hold every task: exactly
-    place()'s test when the job sets no node maximum.  The caller confirms
-    with place(), which also deals the tasks, and calls again from the next
-    slot if it refuses.
+    ``order`` lists the ``n`` candidate nodes in preference order, ``pos_of``
+    maps a node to its position in it (-1: not a candidate) and ``totals``
+    holds the candidates' CPU counts by position.  A slot qualifies when,
+    with every candidate's free resources taken as their minimum over the
+    job's whole run, enough nodes hold a task and together hold every task:
+    exactly place()'s test when the job sets no node maximum.  The caller
+    confirms with place(), which also deals the tasks, and calls again from
+    the next slot if it refuses.
 
-    On return ``wcpu``/``wmem`` (by position) hold those minima at the slot
-    found, for every node with room; for a node without, values that leave
-    it none (see _fill).  With ``lazy`` the first slot stops at the shortest prefix of
-    ``order`` that qualifies (place() never looks further).  Returns
-    (slot, positions filled), or (-1, 0) when no slot in the window
+    On return ``wcpu``/``wmem``/``caps`` (by position) hold those minima and
+    the capacities at the slot found, for positions [out[1], filled); a
+    node without room may hold values that leave it none (see _fill).
+    With ``lazy`` the first slot stops at the shortest prefix of ``order``
+    that qualifies (place() never looks further), and starts at ``skip``:
+    the caller knows the positions before it hold no task at ``first``
+    (availability only shrinks during a cycle).  ``out[0]`` is the first
+    position with room at the slot found, ``out[1]`` the first position
+    filled.  Returns (slot, filled), or (-1, 0) when no slot in the window
     qualifies.
     """
     n = len(order)
-    caps = [0] * n
     count = 0
     total = 0
     end = first + length
-    for p in range(n):
+    start_p = skip if lazy else 0
+    out[0] = -1
+    out[1] = start_p
+    for p in range(start_p, n):
         i = order[p]
-        cap = _fill(bt[i], bc[i], bm[i], first, end, nslots, wcpu, wmem, p, totals[p],
+        cap = _fill(off, cnt, T, C, M, i, first, end, nslots, wcpu, wmem, p, totals[p],
                     cpus_per_task, mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
         caps[p] = cap
         if cap > 0:
+            if out[0] < 0:
+                out[0] = p
             count += 1
             total += cap
             if lazy and count >= nodes_min and total >= ntasks:
                 return first, p + 1
+    for p in range(start_p):  # the skipped prefix: no room now, but the sweep needs its minima
+        i = order[p]
+        caps[p] = _fill(off, cnt, T, C, M, i, first, end, nslots, wcpu, wmem, p, totals[p],
+                        cpus_per_task, mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
+    out[1] = 0
     if count >= nodes_min and total >= ntasks:
         return first, n
     for s in range(first + 1, nslots):
@@ -237,21 +294,21 @@ def sweep(bt: list, bc: list, bm: list, events: list, nslots: int, order: list, 
         # open-ended): free resources can only go down there.
         r = end - 1
         if r < nslots:
-            entering = events[r]
-            for q in range(len(entering)):
-                i = entering[q]
+            e = ev_head[r]
+            while e >= 0:
+                i = ev_node[e]
+                e = ev_next[e]
                 p = pos_of[i]
                 if p < 0:
                     continue
-                j = segment(bt[i], r)
-                cr = bc[i]
-                mr = bm[i]
+                o = off[i]
+                j = o + segment(T, o, cnt[i], r)
                 lc = wcpu[p]
                 lm = wmem[p]
-                if cr[j] < lc:
-                    lc = cr[j]
-                if mr[j] < lm:
-                    lm = mr[j]
+                if C[j] < lc:
+                    lc = C[j]
+                if M[j] < lm:
+                    lm = M[j]
                 if lc != wcpu[p] or lm != wmem[p]:
                     wcpu[p] = lc
                     wmem[p] = lm
@@ -268,24 +325,23 @@ def sweep(bt: list, bc: list, bm: list, events: list, nslots: int, order: list, 
         # The slot leaving on the left: where a node's profile steps at s,
         # its minimum may rise; recompute it over the new window.
         grew = 0
-        leaving = events[s]
-        for q in range(len(leaving)):
-            i = leaving[q]
+        e = ev_head[s]
+        while e >= 0:
+            i = ev_node[e]
+            e = ev_next[e]
             p = pos_of[i]
             if p < 0:
                 continue
-            t = bt[i]
-            j = segment(t, s)
-            if t[j] != s:
-                continue  # a stale entry: the node has no step here
+            o = off[i]
+            j = o + segment(T, o, cnt[i], s)
+            if T[j] != s:
+                continue  # defensive: every entry marks a step
             # The slot leaving lay in segment j-1: if it was above the minimum
             # in both CPUs and memory, the minimum is still reached in the window.
-            cr = bc[i]
-            mr = bm[i]
-            if cr[j - 1] > wcpu[p] and mr[j - 1] > wmem[p]:
+            if C[j - 1] > wcpu[p] and M[j - 1] > wmem[p]:
                 continue
-            cap = _fill(t, cr, mr, s, end, nslots, wcpu, wmem, p, totals[p], cpus_per_task,
-                        mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
+            cap = _fill(off, cnt, T, C, M, i, s, end, nslots, wcpu, wmem, p, totals[p],
+                        cpus_per_task, mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
             if cap != caps[p]:
                 if caps[p] > 0:
                     count -= 1
@@ -297,5 +353,43 @@ def sweep(bt: list, bc: list, bm: list, events: list, nslots: int, order: list, 
                     grew = 1
                 caps[p] = cap
         if grew and count >= nodes_min and total >= ntasks:
+            out[0] = -1
+            for p in range(n):
+                if caps[p] > 0:
+                    out[0] = p
+                    break
             return s, n
     return -1, 0
+
+
+def compact(caps, wcpu, wmem, totals, weights, lo: int, hi: int, nodes_min: int, ntasks: int,
+            whole_weight: int):
+    """The positions in [lo, hi) with room, as lists for place(): (positions, cpus, mem, totals).
+
+    Stops once the prefix holds the job: place() takes nodes in preference
+    order and never looks further; with ``whole_weight``, once the Weight
+    of the last node taken changes (a best fit chooses among one weight).
+    """
+    pos = []
+    cs = []
+    ms = []
+    ts = []
+    count = 0
+    total = 0
+    stop_weight = -1
+    for p in range(lo, hi):
+        if stop_weight >= 0 and weights[p] != stop_weight:
+            break
+        if caps[p] <= 0:
+            continue
+        pos.append(p)
+        cs.append(wcpu[p])
+        ms.append(wmem[p])
+        ts.append(totals[p])
+        count += 1
+        total += caps[p]
+        if stop_weight < 0 and count >= nodes_min and total >= ntasks:
+            if not whole_weight:
+                break
+            stop_weight = weights[p]
+    return pos, cs, ms, ts

@@ -47,6 +47,7 @@ from plurm.corescheduler.scheduler import (
     Scheduler,
     StartJob,
 )
+from plurm.corescheduler.timeline import Candidates, Timeline
 
 # Slurm takes a job without a time limit to run for a year.
 UNLIMITED_MINUTES = 365 * 24 * 60
@@ -144,19 +145,16 @@ def job_end(job: Job, now: float) -> float | None:
 
 
 class Profile:
-    """The availability profile of one backfill cycle (a thin owner of the kernel's lists)."""
+    """The availability profile of one backfill cycle: a Timeline, in job terms."""
 
     def __init__(self, scheduler: Scheduler, busy: Iterable[Holding], now: float,
                  params: BackfillParams, kernel: ModuleType) -> None:
-        self.k = kernel
         self.now = now
         self.res = params.resolution_s
         self.nslots = max(1, math.ceil(params.window_min * 60 / self.res))
         self.names = list(scheduler.nodes)
         self.index = {name: i for i, name in enumerate(self.names)}
         releases: list[tuple[int, int, int, int]] = []
-        totals_c = scheduler.total_cpus
-        totals_m = [n.real_memory for n in scheduler.nodes.values()]
         for names, cpus, mem, end in busy:
             slot = self.release_slot(end)
             if slot >= self.nslots:
@@ -166,18 +164,10 @@ class Profile:
                 if i is not None:
                     releases.append((i, slot, c, m))
         releases.sort()
-        free_c = list(scheduler.free_cpus)
-        free_m = list(scheduler.free_mem)
-        self.bt, self.bc, self.bm, self.events = kernel.build(
-            free_c, free_m, [r[0] for r in releases], [r[1] for r in releases],
-            [r[2] for r in releases], [r[3] for r in releases], self.nslots)
-        # A job list that disagrees with the allocations must not make a node
-        # look bigger than it is.
-        for i in {r[0] for r in releases}:
-            c, m = self.bc[i], self.bm[i]
-            for j in range(len(c)):
-                c[j] = min(c[j], totals_c[i])
-                m[j] = min(m[j], totals_m[i])
+        self.timeline = Timeline(kernel, scheduler.free_cpus, scheduler.free_mem,
+                                 scheduler.total_cpus,
+                                 [n.real_memory for n in scheduler.nodes.values()],
+                                 releases, self.nslots)
 
     def release_slot(self, end: float | None) -> int:
         """First slot at which resources freed at ``end`` are surely free (>= 1)."""
@@ -198,10 +188,10 @@ class Profile:
     def reserve(self, alloc: Allocation, start: int, end: int, sign: int = 1) -> bool:
         """Hold (sign -1: give back) an allocation over [start, end); False if it did not fit."""
         ok = True
+        reserve = self.timeline.reserve
+        index = self.index
         for name, c, m in zip(alloc.nodes, alloc.cpus, alloc.mem):
-            i = self.index[name]
-            ok &= bool(self.k.reserve(self.bt, self.bc, self.bm, self.events, i, start, end,
-                                      sign * c, sign * m, self.nslots))
+            ok &= reserve(index[name], start, end, sign * c, sign * m)
         return ok
 
     def hold(self, alloc: Allocation, start: int, end: int) -> None:
@@ -211,33 +201,23 @@ class Profile:
                 f"backfill plan oversubscribes {alloc.nodes} at slots [{start}, {end})")
 
 
-class _Candidates:
-    """The nodes a job may use, in preference order, as try_place orders them (cached)."""
-
-    __slots__ = ("order", "pos_of", "totals", "positions", "required")
-
-    def __init__(self, scheduler: Scheduler, names: list[str], index: dict[str, int],
-                 pref: list[int], partition: Partition, demand: Demand) -> None:
-        members = set(partition.nodes)
-        exclude = set(demand.exc_nodes)
-        nodes = scheduler.nodes
-        order = [i for i in pref if names[i] in members and names[i] not in exclude
-                 and scheduler.usable(nodes[names[i]])]
-        required = {index[n] for n in demand.req_nodes if n in index}
-        if demand.gres:
-            # The profile does not count GRES units over time: a GRES job may
-            # only start now, on nodes whose units are free now (try_place's rule).
-            order = [i for i in order
-                     if gres.fits(scheduler.units[i], scheduler.gres_used[i], demand.gres)]
-        if required:
-            order = [i for i in order if i in required] + [i for i in order if i not in required]
-        self.order = order
-        self.required = required
-        self.pos_of = [-1] * len(names)
-        for p, i in enumerate(order):
-            self.pos_of[i] = p
-        self.totals = [scheduler.total_cpus[i] for i in order]
-        self.positions = list(range(len(order)))
+def _candidates(scheduler: Scheduler, names: list[str], index: dict[str, int], pref: list[int],
+                weights: list[int], partition: Partition, demand: Demand) -> Candidates:
+    """The nodes a job may use, in preference order, as try_place orders them."""
+    members = set(partition.nodes)
+    exclude = set(demand.exc_nodes)
+    nodes = scheduler.nodes
+    order = [i for i in pref if names[i] in members and names[i] not in exclude
+             and scheduler.usable(nodes[names[i]])]
+    required = {index[n] for n in demand.req_nodes if n in index}
+    if demand.gres:
+        # The profile does not count GRES units over time: a GRES job may
+        # only start now, on nodes whose units are free now (try_place's rule).
+        order = [i for i in order
+                 if gres.fits(scheduler.units[i], scheduler.gres_used[i], demand.gres)]
+    if required:
+        order = [i for i in order if i in required] + [i for i in order if i not in required]
+    return Candidates(order, len(names), scheduler.total_cpus, weights, required)
 
 
 def _demand_key(demand: Demand) -> tuple:
@@ -253,81 +233,93 @@ class _Planner:
         self.p = profile
         self.k = kernel
         self.place = corescheduler.placement.place
+        # A best fit chooses among the nodes of one Weight: give place() all of them.
+        self.whole_weight = 1 if getattr(corescheduler.placement, "BEST_FIT", False) else 0
         names = profile.names
         nodes = scheduler.nodes
-        self.pref = sorted(range(len(names)), key=lambda i: (nodes[names[i]].weight, i))
-        self.cands: dict[tuple, _Candidates] = {}
+        self.weights = [nodes[name].weight for name in names]
+        self.pref = sorted(range(len(names)), key=lambda i: (self.weights[i], i))
+        self.cands: dict[tuple, Candidates] = {}
         # Availability only shrinks during a cycle, so a job shape that could
         # not start before slot s cannot start before s later in the cycle
-        # either: identical jobs (array tasks) resume their search there.
-        self.earliest: dict[tuple, int] = {}
+        # either: identical jobs (array tasks) resume their search there, and
+        # skip the nodes before the first one that had room at s.
+        self.earliest: dict[tuple, tuple[int, int]] = {}
         self.never_now: set[tuple] = set()
 
-    def candidates(self, partition: Partition, demand: Demand) -> _Candidates:
+    def candidates(self, partition: Partition, demand: Demand) -> Candidates:
         if demand.gres:  # depends on the units in use, which each start changes
-            return _Candidates(self.s, self.p.names, self.p.index, self.pref, partition, demand)
+            return _candidates(self.s, self.p.names, self.p.index, self.pref, self.weights,
+                               partition, demand)
         key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes))
         cands = self.cands.get(key)
         if cands is None:
-            cands = _Candidates(self.s, self.p.names, self.p.index, self.pref, partition, demand)
+            cands = _candidates(self.s, self.p.names, self.p.index, self.pref, self.weights,
+                                partition, demand)
             self.cands[key] = cands
         return cands
 
-    def find(self, cands: _Candidates, demand: Demand, length: int, first: int,
-             horizon: int = -1) -> tuple[int, Allocation | None]:
-        """Earliest slot in [first, horizon] where the job fits for ``length`` slots, and where.
+    def find(self, cands: Candidates, demand: Demand, length: int, first: int,
+             horizon: int = -1, skip: int = 0) -> tuple[int, Allocation | None, int]:
+        """Earliest slot in [first, horizon] where the job fits for ``length`` slots, where,
+        and the first candidate position with room then (-1: none found).
 
-        ``horizon`` < 0: the whole window.
+        ``horizon`` < 0: the whole window.  ``skip``: positions before it are
+        known to have no room at ``first``.
         """
         p = self.p
-        n = len(cands.order)
+        timeline = p.timeline
+        n = cands.size
         if n == 0:
-            return -1, None
+            return -1, None, -1
         if horizon < 0:
             horizon = p.nslots - 1
-        wcpu = [0] * n
-        wmem = [0] * n
         nodes_min = max(demand.nodes_min, len(cands.required))
+        exclusive = 1 if demand.exclusive else 0
         lazy = 1
         while first < p.nslots:
-            slot, filled = self.k.sweep(
-                p.bt, p.bc, p.bm, p.events, p.nslots, cands.order, cands.pos_of, cands.totals,
-                wcpu, wmem, first, length, nodes_min, demand.ntasks, demand.cpus_per_task,
-                demand.ntasks_per_node, demand.mem_per_node, demand.mem_per_cpu,
-                1 if demand.exclusive else 0, lazy)
+            slot, filled = cands.sweep(timeline, first, length, nodes_min, demand.ntasks,
+                                       demand.cpus_per_task, demand.ntasks_per_node,
+                                       demand.mem_per_node, demand.mem_per_cpu, exclusive, lazy,
+                                       skip)
             if slot < 0 or slot > horizon:
-                return -1, None
-            positions = cands.positions if filled == n else cands.positions[:filled]
-            result = self.place(wcpu, wmem, cands.totals, positions, nodes_min, demand.nodes_max,
-                                demand.ntasks, demand.cpus_per_task, demand.ntasks_per_node,
-                                demand.mem_per_node, demand.mem_per_cpu,
-                                1 if demand.exclusive else 0)
+                return -1, None, -1
+            room = cands.out[0]
+            positions, cpus, mem, totals = self.k.compact(
+                cands.caps, cands.wcpu, cands.wmem, cands.totals, cands.weights, cands.out[1],
+                filled, nodes_min, demand.ntasks, self.whole_weight)
+            result = self.place(cpus, mem, totals, list(range(len(positions))), nodes_min,
+                                demand.nodes_max, demand.ntasks, demand.cpus_per_task,
+                                demand.ntasks_per_node, demand.mem_per_node, demand.mem_per_cpu,
+                                exclusive)
             if result is not None:
                 chosen, tasks = result
-                indices = [cands.order[q] for q in chosen]
+                order = cands.order
+                indices = [order[positions[q]] for q in chosen]
                 if not cands.required or cands.required.issubset(indices):
                     alloc = allocation_of(p.names, indices, tasks, self.s.total_cpus, demand)
                     if demand.gres:
                         picked = [gres.pick(self.s.units[i], self.s.gres_used[i], demand.gres)
                                   for i in indices]
                         if any(u is None for u in picked):
-                            return -1, None
+                            return -1, None, -1
                         alloc = Allocation(alloc.nodes, alloc.cpus, alloc.mem, alloc.tasks, picked)
-                    return slot, alloc
+                    return slot, alloc, room
             first = slot + 1  # place() is stricter (node maximum, required nodes): go on
             lazy = 0
-        return -1, None
+            skip = 0
+        return -1, None, -1
 
-    def fits_now_alone(self, cands: _Candidates, demand: Demand) -> bool:
+    def fits_now_alone(self, cands: Candidates, demand: Demand) -> bool:
         """Would the job fit the free resources now, reservations aside?
 
         Yes: only reservations hold it back (reason Priority); no: Resources.
         """
         nodes_min = max(demand.nodes_min, len(cands.required))
-        result = self.place(self.s.free_cpus, self.s.free_mem, self.s.total_cpus, cands.order,
-                            nodes_min, demand.nodes_max, demand.ntasks, demand.cpus_per_task,
-                            demand.ntasks_per_node, demand.mem_per_node, demand.mem_per_cpu,
-                            1 if demand.exclusive else 0)
+        result = self.place(self.s.free_cpus, self.s.free_mem, self.s.total_cpus,
+                            cands.order_list, nodes_min, demand.nodes_max, demand.ntasks,
+                            demand.cpus_per_task, demand.ntasks_per_node, demand.mem_per_node,
+                            demand.mem_per_cpu, 1 if demand.exclusive else 0)
         if result is None:
             return False
         return not cands.required or cands.required.issubset(result[0])
@@ -415,15 +407,15 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
         length = profile.slots_for(job.time_limit)
         key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes),
                _demand_key(demand), length)
-        if demand.gres:  # start now or not at all (see _Candidates)
-            slot, alloc = planner.find(cands, demand, length, 0, horizon=0)
+        if demand.gres:  # start now or not at all (see _candidates)
+            slot, alloc, _ = planner.find(cands, demand, length, 0, horizon=0)
         else:
-            first = planner.earliest.get(key, 0)
+            first, skip = planner.earliest.get(key, (0, 0))
             if first < profile.nslots:
-                slot, alloc = planner.find(cands, demand, length, first)
+                slot, alloc, room = planner.find(cands, demand, length, first, skip=skip)
             else:
-                slot, alloc = -1, None
-            planner.earliest[key] = slot if slot >= 0 else profile.nslots
+                slot, alloc, room = -1, None, -1
+            planner.earliest[key] = (slot, max(room, 0)) if slot >= 0 else (profile.nslots, 0)
 
         if slot == 0 and alloc is not None:
             scheduler.allocate(alloc)

@@ -14,6 +14,7 @@ from plurm.corescheduler.backfill import (
 )
 from plurm.corescheduler.model import Job, JobSpec, Node, Partition
 from plurm.corescheduler.scheduler import Allocation, Scheduler, demand_of
+from plurm.corescheduler.timeline import Candidates, Timeline
 
 NOW = 1_000_000.0
 
@@ -255,17 +256,35 @@ def test_scheduler_parameters() -> None:
 # -- the kernel alone
 
 def test_kernel_reserve_and_window_min(kernel) -> None:
-    bt, bc, bm, events = kernel.build([4, 8], [100, 200], [0, 1], [5, 3], [4, 2], [50, 10], 10)
-    assert (bt, bc, bm) == ([[0, 5], [0, 3]], [[4, 8], [8, 10]], [[100, 150], [200, 210]])
-    assert events[5] == [0] and events[3] == [1]
-    assert kernel.reserve(bt, bc, bm, events, 0, 2, 7, 3, 20, 10) == 1
-    assert bt[0] == [0, 2, 5, 7] and bc[0] == [4, 1, 5, 8]
-    assert kernel.window_min(bt[0], bc[0], bm[0], 0, 3, 10) == (1, 80)
-    assert kernel.window_min(bt[0], bc[0], bm[0], 7, 8, 10) == (8, 150)
+    t = Timeline(kernel, [4, 8], [100, 200], [99, 99], [9999, 9999],
+                 [(0, 5, 4, 50), (1, 3, 2, 10)], 10)
+    assert [t.segments(0), t.segments(1)] == [([0, 5], [4, 8], [100, 150]),
+                                              ([0, 3], [8, 10], [200, 210])]
+    assert t.steps_at(5) == [0] and t.steps_at(3) == [1]
+    assert t.reserve(0, 2, 7, 3, 20) is True
+    assert t.segments(0)[:2] == ([0, 2, 5, 7], [4, 1, 5, 8])
+    assert t.window_min(0, 0, 3) == (1, 80)
+    assert t.window_min(0, 7, 8) == (8, 150)
     # A reservation to the end of the window holds for ever.
-    assert kernel.reserve(bt, bc, bm, events, 1, 4, 99, 10, 0, 10) == 1
-    assert bc[1] == [8, 10, 0]
-    assert kernel.reserve(bt, bc, bm, events, 1, 0, 1, 9, 0, 10) == 0  # oversubscribed
+    assert t.reserve(1, 4, 99, 10, 0) is True
+    assert t.segments(1)[1] == [8, 10, 0]
+    assert t.reserve(1, 0, 1, 9, 0) is False  # oversubscribed
+
+
+def test_kernel_values_are_capped_at_the_node_size(kernel) -> None:
+    """A job list that disagrees with the allocations never makes a node look bigger."""
+    t = Timeline(kernel, [4], [100], [4], [100], [(0, 2, 4, 50)], 10)
+    assert t.segments(0) == ([0, 2], [4, 4], [100, 100])
+
+
+def test_kernel_arrays_grow_as_reservations_split_segments(kernel) -> None:
+    t = Timeline(kernel, [64], [64_000], [64], [64_000], [], 4000)
+    for k in range(1500):  # far more steps than the room laid out at first
+        assert t.reserve(0, 2 * k + 1, 2 * k + 2, 1, 10) is True
+    slots, cpus, mem = t.segments(0)
+    assert len(slots) == 3001 and slots[:4] == [0, 1, 2, 3] and cpus[:3] == [64, 63, 64]
+    assert t.window_min(0, 0, 4000) == (63, 63_990)
+    assert t.steps_at(2999) == [0] and t.steps_at(3000) == [0]
 
 
 def test_kernel_capacity_matches_placement() -> None:
@@ -324,10 +343,9 @@ def test_an_array_record_listed_once_per_task(kernel) -> None:
 
 def test_kernel_sweep_counts_a_drop_entering_on_the_right(kernel) -> None:
     """n0 is free but for slots 10-11; n1 frees at 5: an 8-slot, 2-node run fits first at 12."""
-    bt, bc, bm, ev = kernel.build([4, 0], [1000, 1000], [], [], [], [], 30)
-    kernel.reserve(bt, bc, bm, ev, 0, 10, 12, 4, 0, 30)
-    kernel.reserve(bt, bc, bm, ev, 1, 5, 99, -4, 0, 30)
-    w1, w2 = [0, 0], [0, 0]
-    assert kernel.sweep(bt, bc, bm, ev, 30, [0, 1], [0, 1], [4, 4], w1, w2, 0, 8, 2, 2, 1, 0, 0,
-                        0, 0, 0) == (12, 2)
-    assert w1 == [4, 4]
+    t = Timeline(kernel, [4, 0], [1000, 1000], [4, 4], [1000, 1000], [], 30)
+    t.reserve(0, 10, 12, 4, 0)
+    t.reserve(1, 5, 99, -4, 0)
+    cands = Candidates([0, 1], 2, [4, 4], [1, 1])
+    assert cands.sweep(t, 0, 8, 2, 2, 1, 0, 0, 0, 0, 0) == (12, 2)
+    assert list(cands.wcpu) == [4, 4]

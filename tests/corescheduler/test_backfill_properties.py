@@ -28,6 +28,7 @@ from plurm.corescheduler.backfill import (
 )
 from plurm.corescheduler.model import Job, JobSpec, Node, Partition
 from plurm.corescheduler.scheduler import Scheduler, demand_of
+from plurm.corescheduler.timeline import Candidates, Timeline
 
 NOW = 6_000_000.0  # a multiple of the resolution: plans fall on exact times
 RES = 60
@@ -271,22 +272,18 @@ def test_kernel_twins_agree_on_random_profiles(data) -> None:
     order = data.draw(st.permutations(list(range(nnodes))))
     outs = []
     for k in KERNELS:
-        columns = [[r[x] for r in rel] for x in range(4)]
-        bt, bc, bm, ev = k.build(list(free_c), list(free_m), *columns, nslots)
-        out = [bt, bc, bm, ev]
+        t = Timeline(k, free_c, free_m, [99] * nnodes, [99_999] * nnodes, rel, nslots)
+        out = []
         for node, s0, length, c, m in ops:
             s0 = min(s0, nslots - 1)
-            out.append(k.reserve(bt, bc, bm, ev, node, s0, s0 + length, c, m, nslots))
-        pos_of = [-1] * nnodes
-        for p, i in enumerate(order):
-            pos_of[i] = p
-        totals = [8] * nnodes
+            out.append(t.reserve(node, s0, s0 + length, c, m))
+        out.append([t.segments(i) for i in range(nnodes)])
+        out.append([t.steps_at(s) for s in range(nslots)])
+        cands = Candidates(list(order), nnodes, [8] * nnodes, [1] * nnodes)
         for first, length, nmin, ntasks, cpt, ntpn, mpn, mpc, excl, lazy in queries:
-            w1, w2 = [0] * nnodes, [0] * nnodes
-            out.append(k.sweep(bt, bc, bm, ev, nslots, list(order), pos_of, totals, w1, w2,
-                               min(first, nslots - 1), length, nmin, ntasks, cpt, ntpn, mpn, mpc,
-                               excl, lazy))
-            out.append((w1, w2))
+            out.append(cands.sweep(t, min(first, nslots - 1), length, nmin, ntasks, cpt, ntpn,
+                                   mpn, mpc, excl, lazy))
+            out.append((list(cands.wcpu), list(cands.wmem), list(cands.caps), list(cands.out)))
         outs.append(out)
     assert outs[0] == outs[1]
 
@@ -301,15 +298,12 @@ def test_sweep_finds_the_earliest_slot_by_brute_force(k, data) -> None:
     totals = data.draw(st.lists(st.sampled_from([2, 4, 8]), min_size=nnodes, max_size=nnodes))
     free_c = [data.draw(st.sampled_from([0, t // 2, t])) for t in totals]
     free_m = data.draw(st.lists(st.sampled_from([0, 2000, 2000]), min_size=nnodes, max_size=nnodes))
-    bt, bc, bm, ev = k.build(list(free_c), list(free_m), [], [], [], [], nslots)
+    t = Timeline(k, free_c, free_m, [99] * nnodes, [99_999] * nnodes, [], nslots)
     for node, s0, length, c, m in data.draw(st.lists(st.tuples(
             st.integers(0, nnodes - 1), st.integers(0, nslots - 1), st.integers(1, nslots + 3),
             st.sampled_from([-4, -2, 2, 4]), st.sampled_from([0, 0, 500, -500])), max_size=10)):
-        k.reserve(bt, bc, bm, ev, node, s0, s0 + length, c, m, nslots)  # gains model releases
+        t.reserve(node, s0, s0 + length, c, m)  # gains model releases
     order = list(data.draw(st.permutations(list(range(nnodes)))))
-    pos_of = [-1] * nnodes
-    for p, i in enumerate(order):
-        pos_of[i] = p
     tot = [totals[i] for i in order]
     first = data.draw(st.integers(0, nslots - 1))
     length = data.draw(st.integers(1, nslots + 2))
@@ -317,21 +311,30 @@ def test_sweep_finds_the_earliest_slot_by_brute_force(k, data) -> None:
     cpt, ntpn = data.draw(st.integers(1, 2)), data.draw(st.sampled_from([0, 0, 1, 2]))
     mpn, mpc, excl = data.draw(st.sampled_from([0, 500])), data.draw(st.sampled_from([0, 100])), \
         data.draw(st.integers(0, 1))
-    w1, w2 = [0] * nnodes, [0] * nnodes
-    got, _ = k.sweep(bt, bc, bm, ev, nslots, order, pos_of, tot, w1, w2, first, length, nmin,
-                     ntasks, cpt, ntpn, mpn, mpc, excl, 0)
+    cands = Candidates(order, nnodes, totals, [1] * nnodes)
+    got, _ = cands.sweep(t, first, length, nmin, ntasks, cpt, ntpn, mpn, mpc, excl, 0)
+    w1, w2 = cands.wcpu, cands.wmem
     want = -1
     for s in range(first, nslots):
         caps = []
         mins = []
         for p, i in enumerate(order):
-            lc, lm = k.window_min(bt[i], bc[i], bm[i], s, s + length, nslots)
+            lc, lm = t.window_min(i, s, s + length)
             mins.append((lc, lm))
             caps.append(k.capacity(lc, lm, tot[p], cpt, mpn, mpc, excl, ntpn))
         if sum(1 for c in caps if c > 0) >= nmin and sum(caps) >= ntasks:
             want = s
             break
     assert got == want
+    # Lazily, and again from the first position with room: the same slot (the skip
+    # an identical job gets from the one before it).
+    lazy, _ = cands.sweep(t, first, length, nmin, ntasks, cpt, ntpn, mpn, mpc, excl, 1)
+    assert lazy == want
+    if lazy == first and cands.out[0] >= 0:
+        again, _ = cands.sweep(t, first, length, nmin, ntasks, cpt, ntpn, mpn, mpc, excl, 1,
+                               int(cands.out[0]))
+        assert again == want
+    cands.sweep(t, first, length, nmin, ntasks, cpt, ntpn, mpn, mpc, excl, 0)
     if got >= 0:
         for p, (cap, (lc, lm)) in enumerate(zip(caps, mins)):
             if cap > 0:
