@@ -402,9 +402,13 @@ class Controller:
 
     def on_priority_factors(self, header: dict, msg: protocol.PriorityFactorsRequest, ident: bytes) -> Any:
         weights = getattr(self.state.priority_policy, "weights", None)
-        return {"jobs": self.state.priority_factors(time.time()),
-                "weights": protocol.to_builtins(weights) if weights is not None else {},
-                "type": self.conf.get("PriorityType") or "priority/basic"}
+        by_factor = getattr(weights, "by_factor", None)
+        reply = protocol.PriorityFactorsReply(
+            type=self.conf.get("PriorityType") or "priority/basic", cluster=self.state.cluster_name,
+            weights=by_factor() if by_factor else {},
+            jobs=[protocol.PriorityFactorsRow(**row)
+                  for row in self.state.priority_factors(time.time(), msg.job_ids, msg.users)])
+        return protocol.encode(reply)
 
     def on_acctmgr(self, header: dict, msg: protocol.AcctMgr, ident: bytes) -> Any:
         from plurm.corescheduler.associations import AssociationError

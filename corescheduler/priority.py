@@ -13,7 +13,13 @@ with Age (time eligible, capped at PriorityMaxAge), JobSize (nodes and CPUs
 asked, as fractions of the cluster; inverted by PriorityFavorSmall), Partition
 (the partition's PriorityJobFactor over the largest one), FairShare (Fair Tree over
 the association store, corescheduler/associations.py), QOS (its priority over the
-largest) and Assoc (0: association priorities are not kept yet).
+largest) and Assoc (0: association priorities are not kept yet).  The sum is
+taken in floating point and truncated, as Slurm does: sprio's weighted columns are
+each rounded, so they can add up to one more than the PRIORITY column.
+
+``factor_report`` is what ``sprio`` receives for one job (the priority_factors
+message): the normalized factors, the site factor and nice, from which the
+command prints the weighted (-l) or normalized (-n) columns.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from plurm.corescheduler.model import Job
 # sched/builtin's numbering for priority/basic: the first job gets TOP - 1, the next TOP - 2, ...
 TOP_PRIORITY = 0xFFFF0000
 DEFAULT_MAX_AGE_S = 7 * 24 * 3600
+# The factors that have a PriorityWeightX, in sprio's column order.
+FACTOR_NAMES = ("age", "assoc", "fairshare", "jobsize", "partition", "qos")
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,26 @@ class Weights:
                    max_age_s=(minutes * 60 if minutes else DEFAULT_MAX_AGE_S),
                    favor_small=(conf.get("PriorityFavorSmall") or "no").lower() in ("yes", "1", "true"))
 
+    def by_factor(self) -> dict[str, int]:
+        """The PriorityWeightX of each factor, as ``sprio -w`` shows them."""
+        return {name: getattr(self, name) for name in FACTOR_NAMES}
+
+
+def priority_from_factors(weights: Weights, factors: dict[str, float], site: int = 0, nice: int = 0) -> int:
+    """Slurm's multifactor sum: site + Σ weight × factor − nice, in floating point, truncated;
+    at least 1 (0 means held)."""
+    total = site + sum(getattr(weights, name) * factors.get(name, 0.0) for name in FACTOR_NAMES) - nice
+    return max(1, int(total))
+
+
+def factor_report(policy: Any, job: Job, now: float, cluster: ClusterShape) -> dict[str, Any]:
+    """One job's factors for sprio: normalized (0..1) per factor, the site factor, nice.
+
+    Works for any priority plugin object: a factor its ``factors()`` does not give is 0."""
+    factors = policy.factors(job, now, cluster) if hasattr(policy, "factors") else {}
+    return {"factors": {name: float(factors.get(name, 0.0)) for name in FACTOR_NAMES},
+            "site": int(factors.get("site", 0)), "nice": job.spec.nice}
+
 
 class BasicPriority:
     """First come, first served: each job one below the previous one."""
@@ -108,13 +136,6 @@ class MultifactorPriority:
         return {"site": 0.0, "age": age, "assoc": 0.0, "fairshare": fairshare, "jobsize": size,
                 "partition": partition, "qos": qos}
 
-    def weighted(self, job: Job, now: float, cluster: ClusterShape) -> dict[str, int]:
-        """The factors times their weights, as sprio prints them."""
-        f = self.factors(job, now, cluster)
-        w = self.weights
-        return {"site": 0, "age": round(w.age * f["age"]), "assoc": round(w.assoc * f["assoc"]),
-                "fairshare": round(w.fairshare * f["fairshare"]), "jobsize": round(w.jobsize * f["jobsize"]),
-                "partition": round(w.partition * f["partition"]), "qos": round(w.qos * f["qos"])}
-
     def priority(self, job: Job, now: float, cluster: ClusterShape) -> int:
-        return max(1, sum(self.weighted(job, now, cluster).values()) - job.spec.nice)
+        f = self.factors(job, now, cluster)
+        return priority_from_factors(self.weights, f, int(f.get("site", 0)), job.spec.nice)

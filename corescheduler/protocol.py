@@ -101,7 +101,34 @@ class ConfigRequest(Msg):
 
 
 class PriorityFactorsRequest(Msg):
-    """sprio: pending jobs' priorities and their weighted factors."""
+    """sprio: eligible pending jobs' priorities and their factors (reply: PriorityFactorsReply).
+
+    Empty lists select every job; ``users`` holds names or uids (sprio -u)."""
+
+    job_ids: list[int] = []  # a job, or every record of the array it names
+    users: list[str] = []
+
+
+class PriorityFactorsRow(msgspec.Struct, kw_only=True):
+    """One job (one row of sprio): its priority and the factors it is made of."""
+
+    job_id: int
+    partition: str
+    user: str
+    user_id: int = 0
+    priority: int
+    factors: dict[str, float] = {}  # normalized, 0..1: age assoc fairshare jobsize partition qos
+    site: int = 0  # the site factor, added as is
+    nice: int = 0  # subtracted
+
+
+class PriorityFactorsReply(msgspec.Struct, kw_only=True):
+    """What plurmctld answers to priority_factors; ``type`` is slurm.conf's PriorityType."""
+
+    type: str
+    cluster: str = ""  # ClusterName (sprio's %c)
+    weights: dict[str, int] = {}  # PriorityWeightX by factor name
+    jobs: list[PriorityFactorsRow] = []
 
 
 class AcctMgr(Msg):

@@ -35,7 +35,7 @@ from plurm.corescheduler.associations import AssociationStore
 from plurm.corescheduler.dependency import Dependencies
 from plurm.corescheduler.backfill import BackfillParams, schedule_with_backfill
 from plurm.corescheduler.preempt import NoPreemption
-from plurm.corescheduler.priority import BasicPriority, ClusterShape
+from plurm.corescheduler.priority import BasicPriority, ClusterShape, factor_report
 from plurm.corescheduler.store import StateStore
 
 log = logging.getLogger("plurmctld")
@@ -900,17 +900,28 @@ class ClusterState:
                 self._save(job)
                 self.need_schedule = True
 
-    def priority_factors(self, now: float) -> list[dict[str, Any]]:
-        """What sprio shows: pending jobs' priorities and weighted factors."""
-        weighted = getattr(self.priority_policy, "weighted", None)
+    def priority_factors(self, now: float, job_ids: list[int] | None = None, users: list[str] | None = None
+                         ) -> list[dict[str, Any]]:
+        """What sprio shows, as Slurm's controller lists it: pending jobs that are eligible
+        (an eligible time, no begin time or dependency to wait for, not a throttled array
+        remainder, which Slurm makes ineligible when it splits a task off), not held and
+        whose priority no administrator set; with their factors as of the last priority
+        calculation (or their submission, if later), from which job.priority was computed."""
+        wanted, who = set(job_ids or ()), set(users or ())
+        last_calc = self.next_priority_calc - self.priority_calc_period
+        waiting = (REASON_BEGIN_TIME, REASON_DEPENDENCY, REASON_DEP_NEVER, "JobArrayTaskLimit")
         rows = []
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
-            if job.state != model.PENDING:
+            if job.state != model.PENDING or job.priority == 0 or job.held_by or job.priority_set \
+                    or job.eligible_time is None or job.eligible_time > now or job.reason in waiting:
                 continue
-            factors = weighted(job, now, self.shape) if weighted else {}
+            if wanted and job.job_id not in wanted and job.array_job_id not in wanted:
+                continue
+            if who and job.spec.user not in who and str(job.spec.user_id) not in who:
+                continue
+            report = factor_report(self.priority_policy, job, max(last_calc, job.submit_time), self.shape)
             rows.append({"job_id": job.job_id, "partition": job.partition, "user": job.spec.user,
-                         "priority": job.priority, "nice": job.spec.nice, "factors": factors,
-                         "array_job_id": job.array_job_id, "array_task_id": job.array_task_id})
+                         "user_id": job.spec.user_id, "priority": job.priority, **report})
         return rows
 
     def tick(self, now: float | None = None) -> list[Outgoing]:
