@@ -14,7 +14,7 @@ BUILTIN_PRIORITY: tuple[PriorityPlugin, ...] = (
     PriorityPlugin(name="basic", factory="plurm.corescheduler.priority:BasicPriority",
                    description="first come, first served (Slurm's default)"),
     PriorityPlugin(name="multifactor", factory="plurm.corescheduler.priority:MultifactorPriority",
-                   description="Slurm's multifactor formula: age, job size, partition (fair share and QOS next)"),
+                   description="Slurm's multifactor formula: age, fair share, job size, partition, QOS"),
 )
 
 
