@@ -47,13 +47,15 @@ from plurm.corescheduler.scheduler import (
     Scheduler,
     StartJob,
 )
+from plurm.corescheduler.gresplan import GresPlan
 from plurm.corescheduler.timeline import Candidates, Timeline
 
 # Slurm takes a job without a time limit to run for a year.
 UNLIMITED_MINUTES = 365 * 24 * 60
 
-# Resources held until some time: (node names, CPUs per node, MB per node, end or None).
-Holding = tuple[list[str], list[int], list[int], "float | None"]
+# Resources held until some time: (node names, CPUs per node, MB per node, end or None,
+# and optionally the GRES units per node: name -> unit indices).
+Holding = tuple  # (list[str], list[int], list[int], float | None[, list[dict[str, list[int]]]])
 
 
 def _load_profile() -> ModuleType:
@@ -155,7 +157,9 @@ class Profile:
         self.names = list(scheduler.nodes)
         self.index = {name: i for i, name in enumerate(self.names)}
         releases: list[tuple[int, int, int, int]] = []
-        for names, cpus, mem, end in busy:
+        unit_releases: dict[tuple[int, str, int], int] = {}
+        for holding in busy:
+            names, cpus, mem, end = holding[:4]
             slot = self.release_slot(end)
             if slot >= self.nslots:
                 continue  # ends past the window: in use for ever, as far as we know
@@ -163,7 +167,13 @@ class Profile:
                 i = self.index.get(name)
                 if i is not None:
                     releases.append((i, slot, c, m))
+            for name, units in zip(names, holding[4] if len(holding) > 4 else ()):
+                i = self.index.get(name)
+                for gres_name, indices in (units.items() if i is not None else ()):
+                    for unit in indices:
+                        unit_releases[(i, gres_name, unit)] = slot
         releases.sort()
+        self.gres = GresPlan(scheduler, self.nslots, unit_releases)
         self.timeline = Timeline(kernel, scheduler.free_cpus, scheduler.free_mem,
                                  scheduler.total_cpus,
                                  [n.real_memory for n in scheduler.nodes.values()],
@@ -186,12 +196,20 @@ class Profile:
         return self.now + slot * self.res
 
     def reserve(self, alloc: Allocation, start: int, end: int, sign: int = 1) -> bool:
-        """Hold (sign -1: give back) an allocation over [start, end); False if it did not fit."""
+        """Hold (sign -1: give back) an allocation over [start, end), its GRES units
+        included; False if it did not fit."""
         ok = True
         reserve = self.timeline.reserve
         index = self.index
-        for name, c, m in zip(alloc.nodes, alloc.cpus, alloc.mem):
-            ok &= reserve(index[name], start, end, sign * c, sign * m)
+        for k, (name, c, m) in enumerate(zip(alloc.nodes, alloc.cpus, alloc.mem)):
+            i = index[name]
+            ok &= reserve(i, start, end, sign * c, sign * m)
+            if k < len(alloc.gres) and alloc.gres[k]:
+                if sign < 0:
+                    self.gres.release(i, alloc.gres[k], start, end)
+                else:
+                    ok &= self.gres.free_over(i, alloc.gres[k], start, end)
+                    self.gres.hold(i, alloc.gres[k], start, end)
         return ok
 
     def hold(self, alloc: Allocation, start: int, end: int) -> None:
@@ -210,11 +228,8 @@ def _candidates(scheduler: Scheduler, names: list[str], index: dict[str, int], p
     order = [i for i in pref if names[i] in members and names[i] not in exclude
              and scheduler.usable(nodes[names[i]])]
     required = {index[n] for n in demand.req_nodes if n in index}
-    if demand.gres:
-        # The profile does not count GRES units over time: a GRES job may
-        # only start now, on nodes whose units are free now (try_place's rule).
-        order = [i for i in order
-                 if gres.fits(scheduler.units[i], scheduler.gres_used[i], demand.gres)]
+    if demand.gres:  # nodes that have such units at all (which are free when: GresPlan)
+        order = [i for i in order if gres.fits(scheduler.units[i], {}, demand.gres)]
     if required:
         order = [i for i in order if i in required] + [i for i in order if i not in required]
     return Candidates(order, len(names), scheduler.total_cpus, weights, required)
@@ -248,10 +263,8 @@ class _Planner:
         self.never_now: set[tuple] = set()
 
     def candidates(self, partition: Partition, demand: Demand) -> Candidates:
-        if demand.gres:  # depends on the units in use, which each start changes
-            return _candidates(self.s, self.p.names, self.p.index, self.pref, self.weights,
-                               partition, demand)
-        key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes))
+        key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes),
+               tuple(demand.gres))
         cands = self.cands.get(key)
         if cands is None:
             cands = _candidates(self.s, self.p.names, self.p.index, self.pref, self.weights,
@@ -276,7 +289,10 @@ class _Planner:
             horizon = p.nslots - 1
         nodes_min = max(demand.nodes_min, len(cands.required))
         exclusive = 1 if demand.exclusive else 0
-        lazy = 1
+        # A GRES job looks at every candidate with room at a slot (its units are
+        # checked after the sweep, which only counts CPUs and memory).
+        lazy = 0 if demand.gres else 1
+        enough = (1 << 60) if demand.gres else demand.ntasks
         while first < p.nslots:
             slot, filled = cands.sweep(timeline, first, length, nodes_min, demand.ntasks,
                                        demand.cpus_per_task, demand.ntasks_per_node,
@@ -287,7 +303,18 @@ class _Planner:
             room = cands.out[0]
             positions, cpus, mem, totals = self.k.compact(
                 cands.caps, cands.wcpu, cands.wmem, cands.totals, cands.weights, cands.out[1],
-                filled, nodes_min, demand.ntasks, self.whole_weight)
+                filled, nodes_min, enough, self.whole_weight)
+            picks: dict[int, dict[str, list[int]]] = {}
+            if demand.gres:
+                for q, pos in enumerate(positions):
+                    units = p.gres.pick(cands.order[pos], slot, slot + length, demand.gres)
+                    if units is not None:
+                        picks[q] = units
+                keep = sorted(picks)
+                positions = [positions[q] for q in keep]
+                cpus, mem, totals = [cpus[q] for q in keep], [mem[q] for q in keep], \
+                    [totals[q] for q in keep]
+                picks = {new: picks[old] for new, old in enumerate(keep)}
             result = self.place(cpus, mem, totals, list(range(len(positions))), nodes_min,
                                 demand.nodes_max, demand.ntasks, demand.cpus_per_task,
                                 demand.ntasks_per_node, demand.mem_per_node, demand.mem_per_cpu,
@@ -299,11 +326,10 @@ class _Planner:
                 if not cands.required or cands.required.issubset(indices):
                     alloc = allocation_of(p.names, indices, tasks, self.s.total_cpus, demand)
                     if demand.gres:
-                        picked = [gres.pick(self.s.units[i], self.s.gres_used[i], demand.gres)
-                                  for i in indices]
-                        if any(u is None for u in picked):
-                            return -1, None, -1
-                        alloc = Allocation(alloc.nodes, alloc.cpus, alloc.mem, alloc.tasks, picked)
+                        # allocation_of lists nodes in slurm.conf order: the units follow.
+                        by_node = {order[positions[q]]: picks[q] for q in chosen}
+                        alloc = Allocation(alloc.nodes, alloc.cpus, alloc.mem, alloc.tasks,
+                                           [by_node[p.index[name]] for name in alloc.nodes])
                     return slot, alloc, room
             first = slot + 1  # place() is stricter (node maximum, required nodes): go on
             lazy = 0
@@ -341,7 +367,7 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
     params = params or BackfillParams()
     kernel = kernel or _load_profile()
     scheduler.prepare()
-    busy = [(j.nodes, j.cpus, j.mem, job_end(j, now)) for j in running]
+    busy = [(j.nodes, j.cpus, j.mem, job_end(j, now), j.gres_alloc) for j in running]
     busy.extend(extra_busy)
     profile = Profile(scheduler, busy, now, params, kernel)
     planner = _Planner(scheduler, profile, kernel)
@@ -406,16 +432,13 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
         cands = planner.candidates(partition, demand)
         length = profile.slots_for(job.time_limit)
         key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes),
-               _demand_key(demand), length)
-        if demand.gres:  # start now or not at all (see _candidates)
-            slot, alloc, _ = planner.find(cands, demand, length, 0, horizon=0)
+               tuple(demand.gres), _demand_key(demand), length)
+        first, skip = planner.earliest.get(key, (0, 0))
+        if first < profile.nslots:
+            slot, alloc, room = planner.find(cands, demand, length, first, skip=skip)
         else:
-            first, skip = planner.earliest.get(key, (0, 0))
-            if first < profile.nslots:
-                slot, alloc, room = planner.find(cands, demand, length, first, skip=skip)
-            else:
-                slot, alloc, room = -1, None, -1
-            planner.earliest[key] = (slot, max(room, 0)) if slot >= 0 else (profile.nslots, 0)
+            slot, alloc, room = -1, None, -1
+        planner.earliest[key] = (slot, max(room, 0)) if slot >= 0 else (profile.nslots, 0)
 
         if slot == 0 and alloc is not None:
             scheduler.allocate(alloc)
@@ -459,7 +482,8 @@ def schedule_with_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand
     for s in starts:
         started[s.job.job_id] = started.get(s.job.job_id, 0) + 1
     extra = [(s.allocation.nodes, s.allocation.cpus, s.allocation.mem,
-              None if s.job.time_limit is None else now + s.job.time_limit * 60.0) for s in starts]
+              None if s.job.time_limit is None else now + s.job.time_limit * 60.0,
+              s.allocation.gres) for s in starts]
     left = []
     for job, demand in pending:
         if started.get(job.job_id, 0) > 0:

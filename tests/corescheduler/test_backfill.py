@@ -308,22 +308,42 @@ def test_sweep_sees_a_reservation_entering_its_window(kernel) -> None:
     assert r.planned_start == {3: NOW + 2400, 4: NOW + 3000}
 
 
-def test_gres_jobs_start_now_or_wait_without_a_reservation(kernel) -> None:
+def gpu_job(job_id: int, gpus: int, minutes: int) -> tuple[Job, object]:
+    spec = JobSpec(ntasks=1, time_limit=minutes, gres_req=[{"name": "gpu", "count": gpus}])
+    return Job(job_id=job_id, spec=spec, partition="p", time_limit=minutes), \
+        demand_of(spec, None, None)
+
+
+def test_gres_jobs_start_now_or_reserve_their_units(kernel) -> None:
     nodes = {f"g{i}": Node(name=f"g{i}", cpus=4, real_memory=4000, responding=True,
                            gres=["gpu:2"]) for i in range(2)}
     s = Scheduler(nodes, {"p": Partition(name="p", nodes=list(nodes), default=True)}, None)
     running = [run(s, 1, ["g0"], [4], 60)]
     big = job(2, nodes=2, ntasks=8)  # both nodes, CPUs only: planned at +60
-    spec = JobSpec(ntasks=1, time_limit=30, gres_req=[{"name": "gpu", "count": 2, "per": "node"}])
-    gpu = (Job(job_id=3, spec=spec, partition="p", time_limit=30), demand_of(spec, None, None))
-    long_spec = JobSpec(ntasks=1, time_limit=120, gres_req=[{"name": "gpu", "count": 1}])
-    too_long = (Job(job_id=4, spec=long_spec, partition="p", time_limit=120),
-                demand_of(long_spec, None, None))
+    gpu = gpu_job(3, 2, 30)
+    too_long = gpu_job(4, 1, 120)
     r = plan_backfill(s, [big, gpu, too_long], running, NOW, kernel=kernel)
     assert [(st.job.job_id, st.allocation.nodes, st.allocation.gres) for st in r.starts] == \
         [(3, ["g1"], [{"gpu": [0, 1]}])]
-    assert r.planned_start == {2: NOW + 3600}  # job 3 ends before job 2 needs g1
-    assert r.reasons[4] == "Resources" and 4 not in r.planned_start
+    # Job 3 ends before job 2 needs g1; job 4 runs after job 2, with a unit of its own.
+    assert r.planned_start == {2: NOW + 3600, 4: NOW + 7200}
+    assert r.reservations[4].allocation.gres == [{"gpu": [0]}]
+    assert r.reasons[4] == "Resources"
+
+
+def test_a_gpu_reservation_is_not_taken_by_a_lower_priority_gpu_job(kernel) -> None:
+    """The top job waits for both GPUs of g0 (one is busy for an hour): a later 1-GPU job
+    may use the free GPU only if it gives it back before the top job starts."""
+    nodes = {"g0": Node(name="g0", cpus=4, real_memory=4000, responding=True, gres=["gpu:2"])}
+    s = Scheduler(nodes, {"p": Partition(name="p", nodes=["g0"], default=True)}, None)
+    s.allocate(Allocation(["g0"], [1], [0], [1], [{"gpu": [0]}]))
+    holder = Job(job_id=1, spec=JobSpec(), partition="p", state="RUNNING", time_limit=60,
+                 start_time=NOW, nodes=["g0"], cpus=[1], mem=[0], gres_alloc=[{"gpu": [0]}])
+    top, long_low, short_low = gpu_job(2, 2, 30), gpu_job(3, 1, 120), gpu_job(4, 1, 30)
+    r = plan_backfill(s, [top, long_low, short_low], [holder], NOW, kernel=kernel)
+    assert [(st.job.job_id, st.allocation.gres) for st in r.starts] == [(4, [{"gpu": [1]}])]
+    assert r.planned_start == {2: NOW + 3600, 3: NOW + 5400}
+    assert r.reservations[2].allocation.gres == [{"gpu": [0, 1]}]
 
 
 def test_an_array_record_listed_once_per_task(kernel) -> None:

@@ -46,7 +46,8 @@ def clusters(draw, unlimited: bool = True, node_max: bool = True):
     for i in range(n):
         nodes[f"n{i}"] = Node(name=f"n{i}", cpus=draw(st.sampled_from([1, 2, 4, 8])),
                               real_memory=draw(st.sampled_from([1000, 4000])),
-                              weight=draw(st.integers(1, 2)), responding=True)
+                              weight=draw(st.integers(1, 2)), responding=True,
+                              gres=["gpu:2"] if draw(st.integers(0, 2)) == 0 else [])
     names = list(nodes)
     partitions = {"a": Partition(name="a", nodes=names, default=True)}
     if n > 1 and draw(st.booleans()):
@@ -72,6 +73,8 @@ def clusters(draw, unlimited: bool = True, node_max: bool = True):
             time_limit=draw(minutes),
             req_nodes=[draw(st.sampled_from(members))] if draw(st.integers(0, 7)) == 0 else [],
             exc_nodes=[draw(st.sampled_from(members))] if draw(st.integers(0, 7)) == 0 else [],
+            gres_req=[{"name": "gpu", "count": draw(st.integers(1, 2)), "per": "node"}]
+            if any(nodes[m].gres for m in members) and draw(st.integers(0, 3)) == 0 else [],
         ), part
 
     running: list[Job] = []
@@ -88,7 +91,8 @@ def clusters(draw, unlimited: bool = True, node_max: bool = True):
             limit += 60
         running.append(Job(job_id=1000 + k, spec=sp, partition=part, state="RUNNING",
                            time_limit=limit, start_time=started, nodes=alloc.nodes,
-                           cpus=alloc.cpus, mem=alloc.mem, tasks=alloc.tasks))
+                           cpus=alloc.cpus, mem=alloc.mem, tasks=alloc.tasks,
+                           gres_alloc=alloc.gres))
     pending = []
     for k in range(draw(st.integers(1, 12))):
         sp, part = spec()
@@ -102,16 +106,23 @@ Hold = tuple[list[str], list[int], list[int], float, "float | None"]
 
 
 def _usage_ok(sched: Scheduler, holds: list[Hold]) -> None:
-    """No node over its CPUs or memory at any instant (holds: nodes, cpus, mem, start, end)."""
+    """No node over its CPUs or memory, and no GRES unit held twice, at any instant
+    (holds: nodes, cpus, mem, start, end[, GRES units per node])."""
     times = sorted({h[3] for h in holds})
     for t in times:
         cpus: dict[str, int] = {}
         mem: dict[str, int] = {}
-        for names, c, m, start, end in holds:
+        units: set[tuple[str, str, int]] = set()
+        for names, c, m, start, end, *more in holds:
             if start <= t and (end is None or t < end):
                 for name, ci, mi in zip(names, c, m):
                     cpus[name] = cpus.get(name, 0) + ci
                     mem[name] = mem.get(name, 0) + mi
+                for name, picked in zip(names, more[0] if more else []):
+                    for gres_name, indices in picked.items():
+                        for unit in indices:
+                            assert (name, gres_name, unit) not in units, (t, name, gres_name, unit)
+                            units.add((name, gres_name, unit))
         for name in cpus:
             node = sched.nodes[name]
             assert cpus[name] <= node.cpus, (t, name, cpus[name])
@@ -123,14 +134,14 @@ def _usage_ok(sched: Scheduler, holds: list[Hold]) -> None:
 def test_no_node_is_ever_oversubscribed(case) -> None:
     sched, running, pending = case
     r = plan_backfill(sched, pending, running, NOW, BackfillParams(window_min=600))
-    holds = [(j.nodes, j.cpus, j.mem, NOW, job_end(j, NOW)) for j in running]
+    holds = [(j.nodes, j.cpus, j.mem, NOW, job_end(j, NOW), j.gres_alloc) for j in running]
     for start in r.starts:
         end = None if start.job.time_limit is None else NOW + start.job.time_limit * 60
         alloc = start.allocation
-        holds.append((alloc.nodes, alloc.cpus, alloc.mem, NOW, end))
+        holds.append((alloc.nodes, alloc.cpus, alloc.mem, NOW, end, alloc.gres))
     for resv in r.reservations.values():
         holds.append((resv.allocation.nodes, resv.allocation.cpus, resv.allocation.mem,
-                      resv.start, resv.end))
+                      resv.start, resv.end, resv.allocation.gres))
         assert NOW < resv.start < NOW + 600 * 60
     _usage_ok(sched, holds)
     assert all(f >= 0 for f in sched.free_cpus) and all(f >= 0 for f in sched.free_mem)
@@ -171,6 +182,7 @@ def _start(running: list[Job], starts, t: float) -> None:
         job.state = "RUNNING"
         job.start_time = t
         job.nodes, job.cpus, job.mem = s.allocation.nodes, s.allocation.cpus, s.allocation.mem
+        job.gres_alloc = s.allocation.gres
         running.append(job)
 
 
