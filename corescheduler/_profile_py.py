@@ -1,4 +1,4 @@
-# cython: annotation_typing=False, boundscheck=False, wraparound=False, initializedcheck=False
+# cython: annotation_typing=False, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
 """Availability profile kernel for backfill: free CPUs and memory per node over time.
 
 Plain Python, typed by _profile_c.pxd and compiled by Cython where a
