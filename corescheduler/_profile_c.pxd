@@ -3,12 +3,16 @@
 cimport cython
 
 
-@cython.locals(tasks=cython.long, by_mem=cython.long)
 cpdef long capacity(long free_cpus, long free_mem, long total_cpus, long cpus_per_task,
                     long mem_per_node, long mem_per_cpu, int exclusive, long ntasks_per_node)
 
+@cython.locals(tasks=cython.long, by_mem=cython.long)
+cdef inline long _capacity(long free_cpus, long free_mem, long total_cpus, long cpus_per_task,
+                           long mem_per_node, long mem_per_cpu, int exclusive,
+                           long ntasks_per_node) noexcept
+
 @cython.locals(lo=cython.Py_ssize_t, hi=cython.Py_ssize_t, mid=cython.Py_ssize_t)
-cpdef Py_ssize_t segment(long[::1] T, Py_ssize_t o, Py_ssize_t n, long slot)
+cdef inline Py_ssize_t segment(long[::1] T, Py_ssize_t o, Py_ssize_t n, long slot) noexcept
 
 @cython.locals(n=cython.Py_ssize_t, nrel=cython.Py_ssize_t, r=cython.Py_ssize_t,
                i=cython.Py_ssize_t, o=cython.Py_ssize_t, e=cython.Py_ssize_t, k=cython.Py_ssize_t,
@@ -39,10 +43,10 @@ cpdef tuple window_min(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, l
 
 @cython.locals(o=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, lc=cython.long,
                lm=cython.long)
-cdef long _fill(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
+cdef inline long _fill(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
                 Py_ssize_t i, long start, long end, long nslots, long[::1] wcpu,
                 long[::1] wmem, Py_ssize_t p, long total, long cpus_per_task, long mem_per_node,
-                long mem_per_cpu, int exclusive, long ntasks_per_node)
+                long mem_per_cpu, int exclusive, long ntasks_per_node) noexcept
 
 @cython.locals(n=cython.Py_ssize_t, count=cython.long, total=cython.long, end=cython.long,
                start_p=cython.Py_ssize_t, p=cython.Py_ssize_t, i=cython.Py_ssize_t,

@@ -43,6 +43,13 @@ def capacity(free_cpus: int, free_mem: int, total_cpus: int, cpus_per_task: int,
     Same rule as _placement_py.node_capacity, then --ntasks-per-node: a node
     holds exactly that many tasks or none.
     """
+    return _capacity(free_cpus, free_mem, total_cpus, cpus_per_task, mem_per_node, mem_per_cpu,
+                     exclusive, ntasks_per_node)
+
+
+def _capacity(free_cpus: int, free_mem: int, total_cpus: int, cpus_per_task: int,
+             mem_per_node: int, mem_per_cpu: int, exclusive: int, ntasks_per_node: int):
+    """capacity(), inlined into the loops once compiled."""
     tasks = 0
     if exclusive and free_cpus < total_cpus:
         return 0
@@ -218,7 +225,7 @@ def _fill(off, cnt, T, C, M, i: int, start: int, end: int, nslots: int, wcpu, wm
     j = o + segment(T, o, cnt[i], start)
     lc = C[j]
     lm = M[j]
-    if capacity(lc, lm, total, cpus_per_task, mem_per_node, mem_per_cpu, exclusive,
+    if _capacity(lc, lm, total, cpus_per_task, mem_per_node, mem_per_cpu, exclusive,
                 ntasks_per_node) == 0:
         wcpu[p] = lc
         wmem[p] = lm
@@ -232,7 +239,7 @@ def _fill(off, cnt, T, C, M, i: int, start: int, end: int, nslots: int, wcpu, wm
         j += 1
     wcpu[p] = lc
     wmem[p] = lm
-    return capacity(lc, lm, total, cpus_per_task, mem_per_node, mem_per_cpu, exclusive,
+    return _capacity(lc, lm, total, cpus_per_task, mem_per_node, mem_per_cpu, exclusive,
                     ntasks_per_node)
 
 
@@ -312,7 +319,7 @@ def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_
                 if lc != wcpu[p] or lm != wmem[p]:
                     wcpu[p] = lc
                     wmem[p] = lm
-                    cap = capacity(lc, lm, totals[p], cpus_per_task, mem_per_node,
+                    cap = _capacity(lc, lm, totals[p], cpus_per_task, mem_per_node,
                                    mem_per_cpu, exclusive, ntasks_per_node)
                     if cap != caps[p]:
                         if caps[p] > 0:
