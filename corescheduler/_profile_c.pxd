@@ -21,7 +21,25 @@ cpdef Py_ssize_t build(long[::1] free_cpus, long[::1] free_mem, long[::1] total_
                        long[::1] total_mem, long[::1] rel_node, long[::1] rel_slot,
                        long[::1] rel_cpus, long[::1] rel_mem, long[::1] off, long[::1] cnt,
                        long[::1] cap, long[::1] T, long[::1] C, long[::1] M, long[::1] ev_head,
-                       long[::1] ev_next, long[::1] ev_node, long[::1] meta) except -1
+                       long[::1] ev_next, long[::1] ev_node, long[::1] meta, long[::1] zs,
+                       long[::1] ze) except -1
+
+@cython.locals(o=cython.Py_ssize_t, n=cython.Py_ssize_t, j=cython.Py_ssize_t)
+cdef void _zero_run(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] zs,
+                    long[::1] ze, Py_ssize_t node) noexcept
+
+@cython.locals(v=cython.Py_ssize_t, a=cython.long, b=cython.long)
+cpdef void tree_set(long[::1] tzs, long[::1] tze, Py_ssize_t size, Py_ssize_t pos, long zsv,
+                    long zev) noexcept
+
+@cython.locals(q=cython.Py_ssize_t, i=cython.Py_ssize_t, p=cython.Py_ssize_t)
+cpdef void tree_sync(long[::1] tzs, long[::1] tze, Py_ssize_t size, long[::1] pos_of,
+                     long[::1] zs, long[::1] ze, long[::1] dirty, Py_ssize_t lo,
+                     Py_ssize_t hi) noexcept
+
+@cython.locals(v=cython.Py_ssize_t)
+cdef inline Py_ssize_t next_live(long[::1] tzs, long[::1] tze, Py_ssize_t size, Py_ssize_t p,
+                                 long s) noexcept
 
 @cython.locals(o=cython.Py_ssize_t, n=cython.Py_ssize_t, j=cython.Py_ssize_t,
                q=cython.Py_ssize_t, dest=cython.Py_ssize_t, e=cython.Py_ssize_t)
@@ -33,8 +51,8 @@ cdef Py_ssize_t _split(long[::1] off, long[::1] cnt, long[::1] cap, long[::1] T,
                q=cython.Py_ssize_t, ok=cython.int)
 cpdef int reserve(long[::1] off, long[::1] cnt, long[::1] cap, long[::1] T, long[::1] C,
                   long[::1] M, long[::1] ev_head, long[::1] ev_next, long[::1] ev_node,
-                  long[::1] meta, Py_ssize_t node, long start, long end, long cpus, long mem,
-                  long nslots) except -3
+                  long[::1] meta, long[::1] zs, long[::1] ze, long[::1] dirty, Py_ssize_t node,
+                  long start, long end, long cpus, long mem, long nslots) except -3
 
 @cython.locals(o=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, lc=cython.long,
                lm=cython.long)
@@ -50,12 +68,14 @@ cdef inline long _fill(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, l
 
 @cython.locals(n=cython.Py_ssize_t, count=cython.long, total=cython.long, end=cython.long,
                start_p=cython.Py_ssize_t, p=cython.Py_ssize_t, i=cython.Py_ssize_t,
+               q=cython.Py_ssize_t,
                cap=cython.long, s=cython.long, r=cython.long, e=cython.Py_ssize_t,
                o=cython.Py_ssize_t, j=cython.Py_ssize_t, lc=cython.long, lm=cython.long,
                grew=cython.int)
 cpdef tuple sweep(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
                   long[::1] ev_head, long[::1] ev_next, long[::1] ev_node, long nslots,
-                  long[::1] order, long[::1] pos_of, long[::1] totals, long[::1] wcpu,
+                  long[::1] order, long[::1] pos_of, long[::1] totals, long[::1] tzs,
+                  long[::1] tze, Py_ssize_t size, long[::1] wcpu,
                   long[::1] wmem, long[::1] caps, long first, long length, long nodes_min,
                   long ntasks, long cpus_per_task, long ntasks_per_node, long mem_per_node,
                   long mem_per_cpu, int exclusive, int lazy, Py_ssize_t skip, long[::1] out)

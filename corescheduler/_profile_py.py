@@ -26,6 +26,13 @@ the loops run in C; the pure twin indexes the same arrays):
   nodes with a breakpoint at slot s, so that a sweep over start times only
   revisits the nodes whose window changed (``meta[1]`` entries in use).
 
+* ``zs[i]``/``ze[i]`` bound the node's first run of slots with no free CPU
+  ([zs, ze); FOREVER when there is none, or it never ends), and every
+  reservation logs its node in ``dirty`` (``meta[2]`` entries).  A
+  candidate list keeps a segment tree over its positions of (max zs, min
+  ze), so that a sweep jumps over the nodes with no CPU at its first slot
+  (most of a busy cluster) in O(log n) instead of visiting each.
+
 Nodes change in few places (their jobs' ends and reservations), so this is
 far smaller than a dense nodes x slots table.
 
@@ -34,6 +41,7 @@ does (a property test checks that the two agree).
 """
 
 NO_ROOM = -2  # a kernel that would outgrow the arrays changes nothing and says so
+FOREVER = 1 << 40  # a slot past any window
 
 
 def capacity(free_cpus: int, free_mem: int, total_cpus: int, cpus_per_task: int,
@@ -81,7 +89,7 @@ def segment(T, o: int, n: int, slot: int):
 
 
 def build(free_cpus, free_mem, total_cpus, total_mem, rel_node, rel_slot, rel_cpus, rel_mem,
-          off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta):
+          off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, zs, ze):
     """Lay out every node's profile from its free resources now and the releases to come.
 
     The releases (running jobs ending) come sorted by (node, slot), with
@@ -121,10 +129,74 @@ def build(free_cpus, free_mem, total_cpus, total_mem, rel_node, rel_slot, rel_cp
             M[o + k] = cur_m if cur_m < total_mem[i] else total_mem[i]
             r += 1
         cnt[i] = k + 1
+        _zero_run(off, cnt, T, C, zs, ze, i)
         o += cap[i]
     meta[0] = o
     meta[1] = e
     return o
+
+
+def _zero_run(off, cnt, T, C, zs, ze, node: int):
+    """The node's first run of slots with no free CPU, into zs/ze."""
+    o = off[node]
+    n = cnt[node]
+    j = 0
+    while j < n and C[o + j] > 0:
+        j += 1
+    if j == n:
+        zs[node] = FOREVER
+        ze[node] = FOREVER
+        return
+    zs[node] = T[o + j]
+    while j < n and C[o + j] <= 0:
+        j += 1
+    ze[node] = T[o + j] if j < n else FOREVER
+
+
+def tree_set(tzs, tze, size: int, pos: int, zsv: int, zev: int):
+    """Set one position's (zs, ze) leaf and its ancestors' (max zs, min ze)."""
+    v = size + pos
+    tzs[v] = zsv
+    tze[v] = zev
+    v >>= 1
+    while v >= 1:
+        a = tzs[2 * v]
+        b = tzs[2 * v + 1]
+        tzs[v] = a if a > b else b
+        a = tze[2 * v]
+        b = tze[2 * v + 1]
+        tze[v] = a if a < b else b
+        v >>= 1
+
+
+def tree_sync(tzs, tze, size: int, pos_of, zs, ze, dirty, lo: int, hi: int):
+    """Apply the logged changes dirty[lo:hi] to a candidate list's tree."""
+    for q in range(lo, hi):
+        i = dirty[q]
+        p = pos_of[i]
+        if p >= 0:
+            tree_set(tzs, tze, size, p, zs[i], ze[i])
+
+
+def next_live(tzs, tze, size: int, p: int, s: int):
+    """The first position >= p whose node has a free CPU at slot s, or may have
+    (not inside its first zero run); ``size`` when there is none."""
+    if p >= size:
+        return size
+    v = size + p
+    while True:
+        if not (tzs[v] <= s and s < tze[v]):
+            while v < size:  # the leftmost live leaf below v
+                if not (tzs[2 * v] <= s and s < tze[2 * v]):
+                    v = 2 * v
+                else:
+                    v = 2 * v + 1
+            return v - size
+        while v & 1:  # the next subtree to the right
+            v >>= 1
+        if v == 0:
+            return size
+        v += 1
 
 
 def _split(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node: int, slot: int):
@@ -166,8 +238,8 @@ def _split(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node: int, s
     return j
 
 
-def reserve(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node: int, start: int,
-            end: int, cpus: int, mem: int, nslots: int):
+def reserve(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, zs, ze, dirty, node: int,
+            start: int, end: int, cpus: int, mem: int, nslots: int):
     """Take ``cpus`` and ``mem`` from the node over slots [start, end).
 
     ``end`` >= nslots means for ever.  Negative amounts give back a
@@ -175,7 +247,8 @@ def reserve(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node: int, 
     change is applied anyway, so that the caller can give it back), or
     NO_ROOM (nothing changed) when the arrays must grow first.
     """
-    if meta[0] + 6 * cap[node] + 8 > len(T) or meta[1] + 2 > len(ev_node):
+    if meta[0] + 6 * cap[node] + 8 > len(T) or meta[1] + 2 > len(ev_node) \
+            or meta[2] + 1 > len(dirty):
         return NO_ROOM  # two splits may each move the node (2x, then 4x its room)
     first = _split(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node, start)
     if end < nslots:
@@ -189,6 +262,9 @@ def reserve(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node: int, 
         M[q] -= mem
         if C[q] < 0 or M[q] < 0:
             ok = 0
+    _zero_run(off, cnt, T, C, zs, ze, node)
+    dirty[meta[2]] = node
+    meta[2] += 1
     return ok
 
 
@@ -244,9 +320,9 @@ def _fill(off, cnt, T, C, M, i: int, start: int, end: int, nslots: int, wcpu, wm
 
 
 def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_of, totals,
-          wcpu, wmem, caps, first: int, length: int, nodes_min: int, ntasks: int,
-          cpus_per_task: int, ntasks_per_node: int, mem_per_node: int, mem_per_cpu: int,
-          exclusive: int, lazy: int, skip: int, out):
+          tzs, tze, size: int, wcpu, wmem, caps, first: int, length: int, nodes_min: int,
+          ntasks: int, cpus_per_task: int, ntasks_per_node: int, mem_per_node: int,
+          mem_per_cpu: int, exclusive: int, lazy: int, skip: int, out):
     """Earliest slot >= ``first`` where the job could hold its nodes for ``length`` slots.
 
     ``order`` lists the ``n`` candidate nodes in preference order, ``pos_of``
@@ -260,7 +336,11 @@ def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_
 
     On return ``wcpu``/``wmem``/``caps`` (by position) hold those minima and
     the capacities at the slot found, for positions [out[1], filled); a
-    node without room may hold values that leave it none (see _fill).
+    node without room may hold values that leave it none (see _fill), or
+    caps -1: *unknown*, not visited because it has no room at ``first``
+    (inside its zero run, per the tree ``tzs``/``tze`` of ``size`` leaves, or
+    before ``skip``).  An unknown node has no room until one of its own steps
+    leaves the run on the left, where the sweep visits it anyway.
     With ``lazy`` the first slot stops at the shortest prefix of ``order``
     that qualifies (place() never looks further), and starts at ``skip``:
     the caller knows the positions before it hold no task at ``first``
@@ -276,7 +356,16 @@ def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_
     start_p = skip if lazy else 0
     out[0] = -1
     out[1] = start_p
-    for p in range(start_p, n):
+    p = start_p
+    while p < n:
+        q = next_live(tzs, tze, size, p, first)
+        if q > n:
+            q = n
+        while p < q:  # no CPU free at the first slot: unknown
+            caps[p] = -1
+            p += 1
+        if p >= n:
+            break
         i = order[p]
         cap = _fill(off, cnt, T, C, M, i, first, end, nslots, wcpu, wmem, p, totals[p],
                     cpus_per_task, mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
@@ -288,10 +377,9 @@ def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_
             total += cap
             if lazy and count >= nodes_min and total >= ntasks:
                 return first, p + 1
-    for p in range(start_p):  # the skipped prefix: no room now, but the sweep needs its minima
-        i = order[p]
-        caps[p] = _fill(off, cnt, T, C, M, i, first, end, nslots, wcpu, wmem, p, totals[p],
-                        cpus_per_task, mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
+        p += 1
+    for p in range(start_p):  # the skipped prefix: no room at the first slot
+        caps[p] = -1
     out[1] = 0
     if count >= nodes_min and total >= ntasks:
         return first, n
@@ -306,8 +394,8 @@ def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_
                 i = ev_node[e]
                 e = ev_next[e]
                 p = pos_of[i]
-                if p < 0:
-                    continue
+                if p < 0 or caps[p] < 0:
+                    continue  # not a candidate, or unknown: no room, and only less now
                 o = off[i]
                 j = o + segment(T, o, cnt[i], r)
                 lc = wcpu[p]
@@ -345,7 +433,7 @@ def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_
                 continue  # defensive: every entry marks a step
             # The slot leaving lay in segment j-1: if it was above the minimum
             # in both CPUs and memory, the minimum is still reached in the window.
-            if C[j - 1] > wcpu[p] and M[j - 1] > wmem[p]:
+            if caps[p] >= 0 and C[j - 1] > wcpu[p] and M[j - 1] > wmem[p]:
                 continue
             cap = _fill(off, cnt, T, C, M, i, s, end, nslots, wcpu, wmem, p, totals[p],
                         cpus_per_task, mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
@@ -356,7 +444,7 @@ def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_
                 if cap > 0:
                     count += 1
                     total += cap
-                if cap > caps[p]:
+                if cap > 0 and cap > caps[p]:
                     grew = 1
                 caps[p] = cap
         if grew and count >= nodes_min and total >= ntasks:

@@ -261,6 +261,9 @@ class _Planner:
         # skip the nodes before the first one that had room at s.
         self.earliest: dict[tuple, tuple[int, int]] = {}
         self.never_now: set[tuple] = set()
+        # Free resources now only change when a job starts: a shape that fits them
+        # keeps fitting until the next start (shape -> starts counted when it did).
+        self.fits_now: dict[tuple, int] = {}
 
     def candidates(self, partition: Partition, demand: Demand) -> Candidates:
         key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes),
@@ -447,10 +450,12 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
             started += 1
             continue
         # Not now: Priority if only reservations stand in its way, else Resources.
-        if demand.gres or key in planner.never_now or not planner.fits_now_alone(cands, demand):
+        if demand.gres or key in planner.never_now or (
+                planner.fits_now.get(key) != started and not planner.fits_now_alone(cands, demand)):
             planner.never_now.add(key)
             result.reasons.setdefault(job.job_id, REASON_RESOURCES)
         else:
+            planner.fits_now[key] = started
             result.reasons.setdefault(job.job_id, REASON_PRIORITY)
         if alloc is not None and slot > 0:
             profile.hold(alloc, slot, slot + length)

@@ -50,20 +50,23 @@ class Timeline:
         self.ev_head = longs([-1] * max(nslots, 1))
         self.ev_next = longs(len(releases) + 2 * n + 64)
         self.ev_node = longs(len(releases) + 2 * n + 64)
-        self.meta = longs(2)
+        self.meta = longs(3)
+        self.zs = longs(n)  # per node: its first run of slots with no free CPU
+        self.ze = longs(n)
+        self.dirty = longs(2 * n + 64)  # nodes changed by reservations, in order
         kernel.build(longs(free_cpus), longs(free_mem), longs(total_cpus), longs(total_mem),
                      longs([r[0] for r in releases]), longs([r[1] for r in releases]),
                      longs([r[2] for r in releases]), longs([r[3] for r in releases]),
                      self.off, self.cnt, self.cap, self.T, self.C, self.M, self.ev_head,
-                     self.ev_next, self.ev_node, self.meta)
+                     self.ev_next, self.ev_node, self.meta, self.zs, self.ze)
 
     def reserve(self, node: int, start: int, end: int, cpus: int, mem: int) -> bool:
         """Take ``cpus`` and ``mem`` from the node over [start, end) (end >= nslots: for ever;
         negative amounts give back).  False when it went below zero somewhere."""
         while True:
             ok = self.k.reserve(self.off, self.cnt, self.cap, self.T, self.C, self.M,
-                                self.ev_head, self.ev_next, self.ev_node, self.meta, node, start,
-                                end, cpus, mem, self.nslots)
+                                self.ev_head, self.ev_next, self.ev_node, self.meta, self.zs,
+                                self.ze, self.dirty, node, start, end, cpus, mem, self.nslots)
             if ok >= 0:
                 return bool(ok)
             need = self.meta[0] + 6 * self.cap[node] + 8
@@ -71,6 +74,7 @@ class Timeline:
                 _grow(arr, need)
             for arr in (self.ev_next, self.ev_node):
                 _grow(arr, self.meta[1] + 2)
+            _grow(self.dirty, self.meta[2] + 1)
 
     def window_min(self, node: int, start: int, end: int) -> tuple[int, int]:
         """(min free CPUs, min free memory) of the node over [start, end)."""
@@ -95,8 +99,8 @@ class Timeline:
 class Candidates:
     """The nodes one job may use, in preference order, as the kernels want them."""
 
-    __slots__ = ("order", "order_list", "pos_of", "totals", "weights", "required", "wcpu", "wmem", "caps",
-                 "out", "size")
+    __slots__ = ("order", "order_list", "pos_of", "totals", "weights", "required", "wcpu", "wmem",
+                 "caps", "out", "size", "leaves", "tzs", "tze", "timeline", "applied")
 
     def __init__(self, order: Sequence[int], nnodes: int, total_cpus: Sequence[int],
                  weights: Sequence[int], required: set[int] | frozenset[int] = frozenset()) -> None:
@@ -115,13 +119,43 @@ class Candidates:
         self.wmem = longs(len(order))
         self.caps = longs(len(order))
         self.out = longs(2)
+        # The zero-run tree (see _profile_py): built on first use against a timeline.
+        self.leaves = 1
+        while self.leaves < max(len(order), 1):
+            self.leaves *= 2
+        self.tzs = self.tze = longs(0)
+        self.timeline: Timeline | None = None
+        self.applied = 0
+
+    def _tree(self, timeline: Timeline) -> None:
+        """Bring the zero-run tree up to date with the timeline's changes."""
+        k = timeline.k
+        if self.timeline is not timeline:
+            self.timeline = timeline
+            # Padding leaves are skipped at any slot: (zs 0, ze FOREVER).
+            self.tzs = longs(2 * self.leaves)
+            self.tze = longs([k.FOREVER] * (2 * self.leaves))
+            for p in range(self.size):
+                i = self.order[p]
+                self.tzs[self.leaves + p] = timeline.zs[i]
+                self.tze[self.leaves + p] = timeline.ze[i]
+            for v in range(self.leaves - 1, 0, -1):
+                self.tzs[v] = max(self.tzs[2 * v], self.tzs[2 * v + 1])
+                self.tze[v] = min(self.tze[2 * v], self.tze[2 * v + 1])
+            self.applied = timeline.meta[2]
+        elif self.applied < timeline.meta[2]:
+            k.tree_sync(self.tzs, self.tze, self.leaves, self.pos_of, timeline.zs, timeline.ze,
+                        timeline.dirty, self.applied, timeline.meta[2])
+            self.applied = timeline.meta[2]
 
     def sweep(self, timeline: Timeline, first: int, length: int, nodes_min: int, ntasks: int,
               cpus_per_task: int, ntasks_per_node: int, mem_per_node: int, mem_per_cpu: int,
               exclusive: int, lazy: int, skip: int = 0) -> tuple[int, int]:
         """The kernel's sweep over these candidates (see _profile_py.sweep)."""
         t = timeline
+        self._tree(t)
         return t.k.sweep(t.off, t.cnt, t.T, t.C, t.M, t.ev_head, t.ev_next, t.ev_node, t.nslots,
-                         self.order, self.pos_of, self.totals, self.wcpu, self.wmem, self.caps,
+                         self.order, self.pos_of, self.totals, self.tzs, self.tze, self.leaves,
+                         self.wcpu, self.wmem, self.caps,
                          first, length, nodes_min, ntasks, cpus_per_task, ntasks_per_node,
                          mem_per_node, mem_per_cpu, exclusive, lazy, skip, self.out)

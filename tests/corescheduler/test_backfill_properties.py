@@ -28,7 +28,7 @@ from plurm.corescheduler.backfill import (
 )
 from plurm.corescheduler.model import Job, JobSpec, Node, Partition
 from plurm.corescheduler.scheduler import Scheduler, demand_of
-from plurm.corescheduler.timeline import Candidates, Timeline
+from plurm.corescheduler.timeline import Candidates, Timeline, longs
 
 NOW = 6_000_000.0  # a multiple of the resolution: plans fall on exact times
 RES = 60
@@ -349,7 +349,45 @@ def test_sweep_finds_the_earliest_slot_by_brute_force(k, data) -> None:
     cands.sweep(t, first, length, nmin, ntasks, cpt, ntpn, mpn, mpc, excl, 0)
     if got >= 0:
         for p, (cap, (lc, lm)) in enumerate(zip(caps, mins)):
-            if cap > 0:
-                assert (w1[p], w2[p]) == (lc, lm)
+            if cands.caps[p] < 0:  # not visited: the sweep knows it has no room
+                assert cap == 0
+            elif cap > 0:
+                assert (w1[p], w2[p]) == (lc, lm) and cands.caps[p] == cap
             else:
                 assert k.capacity(w1[p], w2[p], tot[p], cpt, mpn, mpc, excl, ntpn) == 0
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_zero_run_tree_finds_the_next_node_that_may_have_room(data) -> None:
+    """next_live() over the (max zs, min ze) tree agrees with a scan of the leaves; both
+    twins build the same tree (next_live itself is inlined C in the compiled one, and
+    checked there through the sweep's brute-force property)."""
+    forever = _profile_py.FOREVER
+    n = data.draw(st.integers(1, 20))
+    size = 1
+    while size < n:
+        size *= 2
+    runs = []
+    for p in range(n):
+        zs = data.draw(st.sampled_from([0, 3, 7, forever]))
+        ze = forever if zs == forever else data.draw(st.sampled_from([zs + 1, zs + 5, forever]))
+        runs.append((zs, ze))
+    changes = [(data.draw(st.integers(0, n - 1)), data.draw(st.sampled_from([2, 9, forever])))
+               for _ in range(5)]  # after the build, as reservations make them
+    trees = []
+    for k in KERNELS:
+        tzs, tze = longs(2 * size), longs([forever] * (2 * size))
+        for p, (zs, ze) in enumerate(runs):
+            k.tree_set(tzs, tze, size, p, zs, ze)
+        for p, ze in changes:
+            k.tree_set(tzs, tze, size, p, 0, ze)
+        trees.append((list(tzs), list(tze)))
+    assert all(tree == trees[0] for tree in trees)
+    for p, ze in changes:
+        runs[p] = (0, ze)
+    tzs, tze = longs(trees[0][0]), longs(trees[0][1])
+    for start in range(n + 1):
+        for s in (0, 2, 5, 8, 12):
+            want = next((q for q in range(start, n) if not runs[q][0] <= s < runs[q][1]), n)
+            assert min(_profile_py.next_live(tzs, tze, size, start, s), n) == want
