@@ -162,6 +162,7 @@ class Scheduler:
         self._index = {name: i for i, name in enumerate(self._names)}
         # Preference order: lowest Weight first, then slurm.conf order.
         self._pref = sorted(range(len(self._names)), key=lambda i: (nodes[self._names[i]].weight, i))
+        self._weights = [n.weight for n in nodes.values()]  # the kernel's best fit is per Weight
         self.free_cpus = [n.cpus - n.alloc_cpus for n in nodes.values()]
         self.free_mem = [n.real_memory - n.alloc_mem for n in nodes.values()]
         self.total_cpus = [n.cpus for n in nodes.values()]
@@ -339,9 +340,11 @@ class Scheduler:
             if not required.issubset(order[:len(required)]):
                 return None
             nodes_min = max(demand.nodes_min, len(required))
+            nreq = len(required)
         else:
             nodes_min = demand.nodes_min
-        result = self._kernel(demand, order, nodes_min)
+            nreq = 0
+        result = self._kernel(demand, order, nodes_min, nreq)
         if result is None:
             return None
         indices, tasks = result
@@ -364,12 +367,13 @@ class Scheduler:
                 picked.append(units)
         return Allocation(shaped.nodes, shaped.cpus, shaped.mem, shaped.tasks, picked)
 
-    def _kernel(self, demand: Demand, order: list[int], nodes_min: int):
+    def _kernel(self, demand: Demand, order: list[int], nodes_min: int, nreq: int = 0):
         place = corescheduler.placement.place
         args = (demand.ntasks, demand.cpus_per_task, demand.ntasks_per_node, demand.mem_per_node,
-                demand.mem_per_cpu, 1 if demand.exclusive else 0)
+                demand.mem_per_cpu, 1 if demand.exclusive else 0, self._weights)
         if not demand.contiguous:
-            return place(self.free_cpus, self.free_mem, self.total_cpus, order, nodes_min, demand.nodes_max, *args)
+            return place(self.free_cpus, self.free_mem, self.total_cpus, order, nodes_min, demand.nodes_max, *args,
+                         None, nreq)
         # --contiguous: nodes next to each other in slurm.conf order; try each starting node.
         usable = sorted(order)
         for start in range(len(usable)):
