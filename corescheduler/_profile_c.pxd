@@ -74,7 +74,8 @@ cdef inline long _fill(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, l
                grew=cython.int)
 cpdef tuple sweep(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
                   long[::1] ev_head, long[::1] ev_next, long[::1] ev_node, long nslots,
-                  long[::1] order, long[::1] pos_of, long[::1] totals, long[::1] tzs,
+                  long[::1] order, long[::1] pos_of, long[::1] totals, long[::1] zs,
+                  long[::1] ze, long[::1] tzs,
                   long[::1] tze, Py_ssize_t size, long[::1] wcpu,
                   long[::1] wmem, long[::1] caps, long first, long length, long nodes_min,
                   long ntasks, long cpus_per_task, long ntasks_per_node, long mem_per_node,

@@ -320,7 +320,7 @@ def _fill(off, cnt, T, C, M, i: int, start: int, end: int, nslots: int, wcpu, wm
 
 
 def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_of, totals,
-          tzs, tze, size: int, wcpu, wmem, caps, first: int, length: int, nodes_min: int,
+          zs, ze, tzs, tze, size: int, wcpu, wmem, caps, first: int, length: int, nodes_min: int,
           ntasks: int, cpus_per_task: int, ntasks_per_node: int, mem_per_node: int,
           mem_per_cpu: int, exclusive: int, lazy: int, skip: int, out):
     """Earliest slot >= ``first`` where the job could hold its nodes for ``length`` slots.
@@ -425,8 +425,8 @@ def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_
             i = ev_node[e]
             e = ev_next[e]
             p = pos_of[i]
-            if p < 0:
-                continue
+            if p < 0 or (caps[p] < 0 and zs[i] <= s and s < ze[i]):
+                continue  # not a candidate, or unknown and still without a free CPU
             o = off[i]
             j = o + segment(T, o, cnt[i], s)
             if T[j] != s:

@@ -155,7 +155,8 @@ class Candidates:
         t = timeline
         self._tree(t)
         return t.k.sweep(t.off, t.cnt, t.T, t.C, t.M, t.ev_head, t.ev_next, t.ev_node, t.nslots,
-                         self.order, self.pos_of, self.totals, self.tzs, self.tze, self.leaves,
+                         self.order, self.pos_of, self.totals, t.zs, t.ze, self.tzs, self.tze,
+                         self.leaves,
                          self.wcpu, self.wmem, self.caps,
                          first, length, nodes_min, ntasks, cpus_per_task, ntasks_per_node,
                          mem_per_node, mem_per_cpu, exclusive, lazy, skip, self.out)
