@@ -23,6 +23,7 @@ SUBPACKAGES = ["corescheduler", "nodeagent", "plugins", "accel", "grammar", "too
 KERNELS = [
     "corescheduler/_placement_c.py",
     "corescheduler/_profile_c.py",
+    "corescheduler/_multifactor_c.py",
 ]
 
 # The user commands are thin scripts in bin/ (see bin/squeue: pip's console-script

@@ -14,7 +14,7 @@ import os
 from types import ModuleType
 
 # Each kernel: plain Python ``_NAME_py.py``, compiled from its ``_NAME_c.py`` link.
-KERNELS = ("placement", "profile")
+KERNELS = ("placement", "profile", "multifactor")
 
 
 def _load(kernel: str) -> ModuleType:
@@ -40,4 +40,4 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = ["COMPILED", "KERNELS", "placement", "profile"]
+__all__ = ["COMPILED", "KERNELS", "multifactor", "placement", "profile"]

@@ -139,3 +139,34 @@ class MultifactorPriority:
     def priority(self, job: Job, now: float, cluster: ClusterShape) -> int:
         f = self.factors(job, now, cluster)
         return priority_from_factors(self.weights, f, int(f.get("site", 0)), job.spec.nice)
+
+    def priorities(self, jobs: list[Job], now: float, cluster: ClusterShape) -> list[int]:
+        """``priority`` of many jobs at once (PriorityCalcPeriod over the queue): the
+        per-job inputs gathered here, the arithmetic in the priority kernel."""
+        from array import array
+
+        from plurm import corescheduler
+
+        n = len(jobs)
+        nan = float("nan")
+        eligible = array("d", [nan if j.eligible_time is None else j.eligible_time for j in jobs])
+        nodes = array("l", bytes(8 * n))
+        cpus = array("l", bytes(8 * n))
+        for k, job in enumerate(jobs):
+            spec = job.spec
+            count = max(spec.nodes_min, 1)
+            nodes[k] = count
+            cpus[k] = (spec.ntasks or count * (spec.ntasks_per_node or 1)) * (spec.cpus_per_task or 1)
+        biggest = cluster.max_job_factor
+        factor = {name: value / biggest for name, value in cluster.partition_job_factor.items()}
+        partition = array("d", [factor.get(j.partition, 1 / biggest) for j in jobs])
+        fairshare = array("d", [cluster.fairshare(j) for j in jobs] if cluster.fairshare else bytes(8 * n))
+        qos = array("d", [cluster.qos(j) for j in jobs] if cluster.qos else bytes(8 * n))
+        nice = array("l", [j.spec.nice for j in jobs])
+        out = array("l", bytes(8 * n))
+        w = self.weights
+        corescheduler.multifactor.priorities(
+            eligible, nodes, cpus, partition, fairshare, qos, nice, out, now, w.max_age_s,
+            cluster.total_nodes, cluster.total_cpus, 1 if w.favor_small else 0, w.age, w.assoc,
+            w.fairshare, w.jobsize, w.partition, w.qos, 0)
+        return out.tolist()

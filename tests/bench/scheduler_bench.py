@@ -11,7 +11,9 @@ minutes to 2 days).  Then times, in a fresh process each:
 * ``main``: Scheduler.schedule over the whole queue (sched/builtin);
 * ``backfill_all``: the main pass, then plan_backfill over every pending job;
 * ``backfill_500``: the main pass, then plan_backfill with bf_max_job_test=500
-  (Slurm's default cap on the jobs one cycle looks at).
+  (Slurm's default cap on the jobs one cycle looks at);
+* ``priority``: priority/multifactor over every pending job at once (what each
+  PriorityCalcPeriod does), with fair share and QOS factors per account.
 
 on the compiled kernels and on the pure-Python twins (PLURM_NO_EXTENSIONS=1 in
 a subprocess, since plurm.corescheduler chooses its kernels at first import),
@@ -138,7 +140,12 @@ def one_pass(variant: str, nodes: int, jobs: int, seed: int) -> dict[str, Any]:
     sched, running, pending = build(nodes, jobs, seed)
     build_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    if variant == "main":
+    if variant == "priority":
+        policy, shape, queue = _priority_case(sched, pending)
+        t0 = time.perf_counter()
+        values = policy.priorities(queue, NOW, shape)
+        starts, result = values[:0], None
+    elif variant == "main":
         starts = sched.schedule(pending, NOW)
         result = None
     else:
@@ -154,6 +161,25 @@ def one_pass(variant: str, nodes: int, jobs: int, seed: int) -> dict[str, Any]:
         "compiled": bool(corescheduler.COMPILED) and backfill.profile_compiled(),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
+
+
+def _priority_case(sched: Any, pending: list) -> tuple[Any, Any, list]:
+    """A multifactor policy, the cluster's shape and the queue's jobs (array tasks once each)."""
+    from plurm.corescheduler.priority import ClusterShape, MultifactorPriority
+
+    policy = MultifactorPriority({"PriorityWeightAge": "1000", "PriorityWeightFairshare": "10000",
+                                  "PriorityWeightJobSize": "1000", "PriorityWeightPartition": "1000",
+                                  "PriorityWeightQOS": "1000", "PriorityMaxAge": "7-0"})
+    shares = {account: (k + 1) / 10 for k, account in enumerate("abcdefghi")}
+    shape = ClusterShape(len(sched.nodes), sum(sched.total_cpus),
+                         {name: k + 1 for k, name in enumerate(sched.partitions)},
+                         fairshare=lambda job: shares[job.spec.account or "a"],
+                         qos=lambda job: 0.5)
+    jobs = []
+    for k, (job, _) in enumerate(pending):
+        job.eligible_time = NOW - (k % 1000) * 600.0
+        jobs.append(job)
+    return policy, shape, jobs
 
 
 def run_child(variant: str, nodes: int, jobs: int, seed: int, pure: bool, limit_s: float
@@ -201,7 +227,7 @@ def main() -> int:
     ap.add_argument("--nodes", type=int)
     ap.add_argument("--jobs", type=int)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--variants", default="main,backfill_500,backfill_all")
+    ap.add_argument("--variants", default="main,backfill_500,backfill_all,priority")
     ap.add_argument("--no-pure", action="store_true", help="skip the pure-Python runs")
     ap.add_argument("--timeout", type=float, default=900, help="per run, seconds")
     ap.add_argument("--json", action="store_true")

@@ -1,0 +1,1 @@
+_multifactor_py.py
