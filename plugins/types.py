@@ -81,7 +81,10 @@ class PriorityPlugin:
     factory: called once in plurmctld with the parsed slurm.conf (``plurm.grammar.slurmconf.SlurmConf``);
              returns an object with ``factors(job, now, cluster) -> dict[str, float]`` (each factor
              in [0, 1], keyed like sprio's columns: age, fairshare, jobsize, partition, qos, site)
-             and ``priority(job, now, cluster) -> int``.  ``cluster`` is a
+             and ``priority(job, now, cluster) -> int``; optionally
+             ``priorities(jobs, now, cluster) -> list[int]``, the same for many jobs at once,
+             which plurmctld prefers every PriorityCalcPeriod (multifactor's runs in the
+             compiled priority kernel).  ``cluster`` is a
              ``plurm.corescheduler.priority.ClusterShape`` (total nodes and CPUs, partitions).
     """
 
