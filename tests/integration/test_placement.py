@@ -91,3 +91,44 @@ def test_partition_allow_lists(tmp_path_factory: pytest.TempPathFactory) -> None
         c.run("scancel", str(small), check=True)
     finally:
         c.down()
+
+
+@pytest.fixture(scope="module")
+def four(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """n1-n4: 4 CPUs each, one Weight (the anchor's shape for the best-fit experiments)."""
+    c = start_cluster(tmp_path_factory.mktemp("bestfit"), nodes=4, cpus=4, memory=4000)
+    try:
+        yield c
+    finally:
+        c.down()
+
+
+def _fill(c: Cluster, tmp_path: Path, used: dict[str, int]) -> list[int]:
+    jobs = [c.sbatch("-w", node, f"-n{n}", "--wrap", "sleep 60", cwd=tmp_path) for node, n in used.items()]
+    for job_id in jobs:
+        c.wait_state(job_id, "RUNNING")
+    return jobs
+
+
+def test_best_fit_takes_the_tightest_node(four: Cluster, tmp_path: Path) -> None:
+    # As Slurm 22.05 chose (docs/scheduling.md, "Placement: best fit"): free 4,4,1,4 -> n3.
+    fill = _fill(four, tmp_path, {"n3": 3})
+    try:
+        assert _nodes(four, tmp_path, "-n1") == ["n3"]
+    finally:
+        four.run("scancel", *map(str, fill))
+        four.wait_idle()
+
+
+def test_best_fit_smallest_set_of_adjacent_nodes(four: Cluster, tmp_path: Path) -> None:
+    # Free 4,0,2,1: n3-n4 together hold 3 tasks exactly; Slurm takes them (2+1), not n1.
+    fill = _fill(four, tmp_path, {"n2": 4, "n3": 2, "n4": 3})
+    try:
+        job_id = four.sbatch("-n3", "--wrap", "true", cwd=tmp_path)
+        job = four.wait_state(job_id, "COMPLETED")
+        assert job["nodes"] == ["n3", "n4"] and job["cpus"] == [2, 1]
+        # With one node at most it must be n1.
+        assert _nodes(four, tmp_path, "-N1", "-n3") == ["n1"]
+    finally:
+        four.run("scancel", *map(str, fill))
+        four.wait_idle()
