@@ -73,6 +73,7 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     time_limit: int | None = None  # minutes; None = partition default
     time_unlimited: bool = False  # --time=UNLIMITED / INFINITE / 0
     exclusive: bool = False
+    oversubscribe: bool = False  # --oversubscribe / -s: share CPUs where the partition allows it
     req_nodes: list[str] = []  # -w, expanded
     exc_nodes: list[str] = []  # -x, expanded
     hold: bool = False
@@ -133,6 +134,9 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     mem: list[int] = []  # MB per allocated node
     tasks: list[int] = []  # tasks per allocated node
     gres_alloc: list[dict[str, list[int]]] = []  # per allocated node: GRES name -> unit indices
+    # OverSubscribe: per allocated node, the row its CPUs are in (scheduler.py); a tuple, so that
+    # the many jobs that do not share hold no list of their own (fewer objects for the GC).
+    share_rows: tuple[int, ...] = ()
     completing: bool = False  # finished, resources not yet released by plurmd
     exit_code: int = 0
     exit_signal: int = 0

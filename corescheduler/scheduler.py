@@ -55,6 +55,13 @@ class Allocation:
     mem: list[int]
     tasks: list[int]
     gres: list[dict[str, list[int]]] = field(default_factory=list)  # per node: name -> unit indices
+    # OverSubscribe: per node, the row the job's CPUs take (empty: a job that does not share).
+    share_rows: list[int] = field(default_factory=list)
+
+    @classmethod
+    def of_job(cls, job: Job) -> Allocation:
+        """What a running (or suspended) job holds, to take again after a restart or resume."""
+        return cls(job.nodes, job.cpus, job.mem, job.tasks, job.gres_alloc, list(job.share_rows))
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,9 @@ class Demand:
     gres: list[gres.GresNeed] = field(default_factory=list)  # what every allocated node must hold
     constraint: constraints.Constraint | None = None  # --constraint over node Features
     contiguous: bool = False
+    # Partition OverSubscribe: 0, the job does not share CPUs; N >= 1, it may share each CPU
+    # with other sharing jobs, N jobs at most (see Scheduler "OverSubscribe").
+    oversubscribe: int = 0
 
 
 def allocation_of(names: list[str], indices: list[int], tasks: list[int], total_cpus: list[int],
@@ -122,6 +132,14 @@ def demand_of(spec: JobSpec, partition: Partition | None, default_mem_per_cpu: i
     if not mem_per_node and not mem_per_cpu:
         default = partition.def_mem_per_cpu if partition and partition.def_mem_per_cpu else default_mem_per_cpu
         mem_per_cpu = default or 0
+    exclusive = spec.exclusive
+    share = 0
+    if partition is not None:
+        mode, share = oversubscribe_mode(partition.oversubscribe)
+        if mode == "EXCLUSIVE":
+            exclusive = True  # whole nodes for every job
+        if mode == "NO" or (mode == "YES" and (not spec.oversubscribe or spec.exclusive)):
+            share = 0  # YES: only jobs that ask (--oversubscribe) share; FORCE: every job
     return Demand(
         gres=needs,
         nodes_min=nodes_min,
@@ -131,12 +149,22 @@ def demand_of(spec: JobSpec, partition: Partition | None, default_mem_per_cpu: i
         ntasks_per_node=spec.ntasks_per_node or 0,
         mem_per_node=mem_per_node,
         mem_per_cpu=mem_per_cpu,
-        exclusive=spec.exclusive,
+        exclusive=exclusive,
         req_nodes=list(spec.req_nodes),
         exc_nodes=list(spec.exc_nodes),
         constraint=_parse_constraint(spec.constraint) if spec.constraint else None,
         contiguous=spec.contiguous,
+        oversubscribe=share,
     )
+
+
+def oversubscribe_mode(value: str | None) -> tuple[str, int]:
+    """A partition's OverSubscribe as (mode, jobs per CPU): "FORCE" and "YES" default to 4,
+    as Slurm's `scontrol show partition` shows them (FORCE:4, YES:4)."""
+    mode, _, count = (value or "NO").upper().partition(":")
+    if mode not in ("YES", "FORCE"):
+        return (mode if mode == "EXCLUSIVE" else "NO"), 0
+    return mode, max(int(count), 1) if count.isdigit() else 4
 
 
 _constraint_cache: dict[str, constraints.Constraint] = {}
@@ -171,8 +199,18 @@ class Scheduler:
         self._ignore_state = False  # fits_idle: every node counts as up and empty
         self._idle_fit: dict[tuple, bool] = {}
         self.gres_used: list[dict[str, set[int]]] = [{} for _ in self._names]
+        self.rows: list[list[int]] = [[] for _ in self._names]  # OverSubscribe: CPUs used per row
+        self._share_cache: dict[int, tuple[list[int], list[int]]] = {}
 
     # -- allocation bookkeeping
+    #
+    # OverSubscribe (Slurm 22.05 as observed, docs/scheduling.md): a node runs either jobs
+    # that do not share (their CPUs add up in node.alloc_cpus) or jobs that share, never
+    # both.  Sharing jobs are kept in *rows* per node: in one row no CPU is used twice, so
+    # a CPU carries at most one job per row, and a job of a partition with OverSubscribe
+    # FORCE:N or YES:N goes into one of the first N rows.  ``free_cpus`` is what a job
+    # that does not share may take (0 on a node that shares); a sharing node shows the
+    # CPUs its fullest row uses as allocated (rows are packed from the first CPU).
     def allocate(self, alloc: Allocation, memory: bool = True) -> None:
         """Take an allocation's resources (``memory=False``: CPUs and GRES only, for a suspended
         job that resumes: its memory stayed allocated)."""
@@ -187,12 +225,26 @@ class Scheduler:
                         raise AssertionError(f"node {name}: {gres_name} {indices} already allocated")
                     used.update(indices)
             node = self.nodes[name]
-            node.alloc_cpus += cpus
+            if k < len(alloc.share_rows):
+                rows = self.rows[i]
+                if not rows and node.alloc_cpus:
+                    raise AssertionError(f"node {name}: a sharing job beside jobs that do not share")
+                row = alloc.share_rows[k]
+                while len(rows) <= row:
+                    rows.append(0)
+                rows[row] += cpus
+                if rows[row] > node.cpus:
+                    raise AssertionError(f"node {name} oversubscribed (row {row})")
+                node.alloc_cpus = max(rows)
+                self.free_cpus[i] = 0
+            else:
+                node.alloc_cpus += cpus
+                self.free_cpus[i] -= cpus
             node.alloc_mem += mem
-            self.free_cpus[i] -= cpus
             self.free_mem[i] -= mem
             if self.free_cpus[i] < 0 or self.free_mem[i] < 0:
                 raise AssertionError(f"node {name} oversubscribed")
+            self._share_changed(i)
 
     def release(self, job: Job, memory: bool = True, cpus_and_gres: bool = True) -> None:
         """Give a job's resources back (``memory=False``: a suspended job keeps its memory;
@@ -209,10 +261,74 @@ class Scheduler:
                 for gres_name, indices in job.gres_alloc[k].items():
                     self.gres_used[i].get(gres_name, set()).difference_update(indices)
             node = self.nodes[name]
-            node.alloc_cpus = max(0, node.alloc_cpus - cpus)
+            rows = self.rows[i]
+            if k < len(job.share_rows):
+                row = job.share_rows[k]
+                if row < len(rows):
+                    rows[row] = max(0, rows[row] - cpus)
+                while rows and rows[-1] == 0:
+                    rows.pop()
+                node.alloc_cpus = max(rows) if rows else 0
+            else:
+                node.alloc_cpus = max(0, node.alloc_cpus - cpus)
             node.alloc_mem = max(0, node.alloc_mem - mem)
-            self.free_cpus[i] = node.cpus - node.alloc_cpus
+            self.free_cpus[i] = 0 if rows else node.cpus - node.alloc_cpus
             self.free_mem[i] = node.real_memory - node.alloc_mem
+            self._share_changed(i)
+
+    def can_hold(self, alloc: Allocation) -> bool:
+        """Are an allocation's CPUs free again (a suspended job that would resume)?"""
+        for k, (name, cpus) in enumerate(zip(alloc.nodes, alloc.cpus)):
+            i = self._index[name]
+            if k < len(alloc.share_rows):
+                rows, row = self.rows[i], alloc.share_rows[k]
+                if not rows and self.free_cpus[i] < self.total_cpus[i]:
+                    return False  # jobs that do not share hold it
+                if (rows[row] if row < len(rows) else 0) + cpus > self.total_cpus[i]:
+                    return False
+            elif self.free_cpus[i] < cpus:
+                return False
+        return True
+
+    def _share_free(self, limit: int) -> tuple[list[int], list[int]]:
+        """Per node, for a job sharing CPUs with at most ``limit`` jobs each: the CPUs no job
+        uses, and the most CPUs free in one of its first ``limit`` rows (cached per pass,
+        kept up to date by allocate and release)."""
+        cached = self._share_cache.get(limit)
+        if cached is None:
+            idle = [0] * len(self._names)
+            best = [0] * len(self._names)
+            for i in range(len(self._names)):
+                idle[i], best[i] = self._share_at(i, limit)
+            cached = self._share_cache[limit] = (idle, best)
+        return cached
+
+    def _share_at(self, i: int, limit: int) -> tuple[int, int]:
+        total = self.total_cpus[i]
+        rows = self.rows[i]
+        if not rows:
+            free = total if self.free_cpus[i] >= total else 0  # jobs that do not share: none
+            return free, free
+        if len(rows) < limit:
+            return total - max(rows), total
+        return total - max(rows), total - min(rows[:limit])
+
+    def _share_changed(self, i: int) -> None:
+        for limit, (idle, best) in self._share_cache.items():
+            idle[i], best[i] = self._share_at(i, limit)
+
+    def _rows_for(self, indices: list[int], cpus: list[int], limit: int) -> list[int] | None:
+        """The first row of each node that holds the job's CPUs there (Slurm tries rows in order)."""
+        chosen = []
+        for i, c in zip(indices, cpus):
+            rows = self.rows[i]
+            for row in range(limit):
+                if (rows[row] if row < len(rows) else 0) + c <= self.total_cpus[i]:
+                    chosen.append(row)
+                    break
+            else:
+                return None
+        return chosen
 
     def usable(self, node: Node) -> bool:
         return self._ignore_state or (node.responding and not node.down and not node.drain)
@@ -228,17 +344,19 @@ class Scheduler:
         known = self._idle_fit.get(key)
         if known is not None:
             return known
-        saved = self.free_cpus, self.free_mem, self.gres_used
+        saved = self.free_cpus, self.free_mem, self.gres_used, self.rows, self._share_cache
         self.free_cpus = list(self.total_cpus)
         self.free_mem = [n.real_memory for n in self.nodes.values()]
         self.gres_used = [{} for _ in self._names]
+        self.rows = [[] for _ in self._names]
+        self._share_cache = {}
         self._ignore_state = True
         saved_orders = self._order_cache
         self._order_cache = {}
         try:
             fits = self.try_place(demand, partition) is not None
         finally:
-            self.free_cpus, self.free_mem, self.gres_used = saved
+            self.free_cpus, self.free_mem, self.gres_used, self.rows, self._share_cache = saved
             self._ignore_state = False
             self._order_cache = saved_orders
         if len(self._idle_fit) > 65536:
@@ -365,14 +483,31 @@ class Scheduler:
                 if units is None:  # filtered above; a node cannot lose units in between
                     return None
                 picked.append(units)
-        return Allocation(shaped.nodes, shaped.cpus, shaped.mem, shaped.tasks, picked)
+        rows: list[int] = []
+        if demand.oversubscribe:
+            found = self._rows_for(indices, shaped.cpus, demand.oversubscribe)
+            if found is None:  # the kernel saw room in one row of each node
+                return None
+            rows = found
+        return Allocation(shaped.nodes, shaped.cpus, shaped.mem, shaped.tasks, picked, rows)
 
     def _kernel(self, demand: Demand, order: list[int], nodes_min: int, nreq: int = 0):
+        if not demand.oversubscribe:
+            return self._kernel_on(self.free_cpus, demand, order, nodes_min, nreq)
+        # A job that may share takes CPUs no job uses if it can (as Slurm: idle nodes fill
+        # before any CPU is shared), else CPUs of a row with room.
+        idle, best = self._share_free(demand.oversubscribe)
+        result = self._kernel_on(idle, demand, order, nodes_min, nreq)
+        if result is None:
+            result = self._kernel_on(best, demand, order, nodes_min, nreq)
+        return result
+
+    def _kernel_on(self, free_cpus: list[int], demand: Demand, order: list[int], nodes_min: int, nreq: int):
         place = corescheduler.placement.place
         args = (demand.ntasks, demand.cpus_per_task, demand.ntasks_per_node, demand.mem_per_node,
                 demand.mem_per_cpu, 1 if demand.exclusive else 0, self._weights)
         if not demand.contiguous:
-            return place(self.free_cpus, self.free_mem, self.total_cpus, order, nodes_min, demand.nodes_max, *args,
+            return place(free_cpus, self.free_mem, self.total_cpus, order, nodes_min, demand.nodes_max, *args,
                          None, nreq)
         # --contiguous: nodes next to each other in slurm.conf order; try each starting node.
         usable = sorted(order)
@@ -384,7 +519,7 @@ class Scheduler:
                 run.append(i)
             if len(run) < nodes_min:
                 continue
-            result = place(self.free_cpus, self.free_mem, self.total_cpus, run, nodes_min, demand.nodes_max, *args)
+            result = place(free_cpus, self.free_mem, self.total_cpus, run, nodes_min, demand.nodes_max, *args)
             if result is not None and sorted(result[0]) == list(range(min(result[0]), min(result[0]) + len(result[0]))):
                 return result
         return None
@@ -411,6 +546,7 @@ class Scheduler:
         """Per-pass caches of the partitions' shapes (configuration may change between passes)."""
         self._order_cache: dict[str, list[int]] = {}
         self._capacity_cache: dict[tuple[str, int], int] = {}
+        self._share_cache = {}
         self._members = {p.name: set(p.nodes) for p in self.partitions.values()}
         self._shape: dict[str, tuple[int, int, list[int]]] = {}
         for p in self.partitions.values():

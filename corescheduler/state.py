@@ -128,7 +128,7 @@ class ClusterState:
         for job in store.load_jobs():
             self.jobs[job.job_id] = job
             if job.state == model.RUNNING or job.completing:
-                self.scheduler.allocate(Allocation(job.nodes, job.cpus, job.mem, job.tasks, job.gres_alloc))
+                self.scheduler.allocate(Allocation.of_job(job))
         for step in store.acct_steps([j.job_id for j in self.jobs.values() if j.state == model.RUNNING]):
             if step.end_time is None:
                 self.steps[(step.job_id, step.step_id)] = step
@@ -396,7 +396,7 @@ class ClusterState:
         placed = self.scheduler.try_place(demand, partition) if leaving else None
         if placed is not None:
             for gone in leaving:
-                self.scheduler.allocate(Allocation(gone.nodes, gone.cpus, gone.mem, gone.tasks, gone.gres_alloc))
+                self.scheduler.allocate(Allocation.of_job(gone))
             return []
         for victim in self.preempt_policy.candidates(job, running, self.partitions, now, self.preempt_exempt_s):
             mode = self._preempt_mode(victim)
@@ -411,7 +411,7 @@ class ClusterState:
                 break
         for k, victim in enumerate(victims):
             suspended = k >= len(leaving) and self._preempt_mode(victim) == preempt.SUSPEND
-            self.scheduler.allocate(Allocation(victim.nodes, victim.cpus, victim.mem, victim.tasks, victim.gres_alloc),
+            self.scheduler.allocate(Allocation.of_job(victim),
                                     memory=not suspended)
         if placed is None:
             return []
@@ -467,12 +467,12 @@ class ClusterState:
             if preemptor is not None and preemptor.state == model.PENDING:
                 continue  # the room is for the job it was suspended for, which has not started yet
             index = self.scheduler._index
-            if not all(self.scheduler.free_cpus[index[n]] >= c for n, c in zip(job.nodes, job.cpus)):
+            if not self.scheduler.can_hold(Allocation.of_job(job)):
                 continue
             if any(self.scheduler.gres_used[index[n]].get(name, set()) & set(units)
                    for n, alloc in zip(job.nodes, job.gres_alloc) for name, units in alloc.items()):
                 continue
-            self.scheduler.allocate(Allocation(job.nodes, job.cpus, job.mem, job.tasks, job.gres_alloc), memory=False)
+            self.scheduler.allocate(Allocation.of_job(job), memory=False)
             if job.end_time is not None and job.suspend_time is not None:
                 job.end_time += now - job.suspend_time  # suspended time does not count
             job.state = model.RUNNING
@@ -495,6 +495,7 @@ class ClusterState:
         job.cancel_state = None
         job.restarts += 1
         job.nodes, job.cpus, job.mem, job.tasks, job.gres_alloc = [], [], [], [], []
+        job.share_rows = ()
         job.start_time = job.end_time = None
         job.reason = "None"
         job.priority = self.priority_policy.priority(job, now, self.shape)
@@ -524,6 +525,7 @@ class ClusterState:
         job.end_time = now + job.time_limit * 60
         job.nodes, job.cpus, job.mem, job.tasks = alloc.nodes, alloc.cpus, alloc.mem, alloc.tasks
         job.gres_alloc = alloc.gres
+        job.share_rows = tuple(alloc.share_rows)
         self._save(job)
         if not job.spec.batch:
             return []

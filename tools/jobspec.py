@@ -22,7 +22,7 @@ _HANDLED = {
     "begin", "dependency", "requeue", "no-requeue", "chdir", "output", "error", "input", "open-mode",
     "export", "array", "comment", "wrap", "parsable", "test-only", "verbose", "quiet", "help", "usage",
     "version", "label", "pty", "overlap", "gres", "gpus", "gpus-per-node", "gpus-per-task", "cpus-per-gpu",
-    "mem-per-gpu", "constraint", "contiguous",
+    "mem-per-gpu", "constraint", "contiguous", "oversubscribe",
 }
 
 
@@ -78,6 +78,8 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
         spec["exclusive"] = True
     if options.get("contiguous"):
         spec["contiguous"] = True
+    if options.get("oversubscribe"):
+        spec["oversubscribe"] = True
     for option, field_name in (("nodelist", "req_nodes"), ("exclude", "exc_nodes")):
         value = options.get(option)
         if value:
