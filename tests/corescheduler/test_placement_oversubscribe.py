@@ -10,6 +10,8 @@ submitted one after the other, each into its own pass (docs/scheduling.md,
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plurm.corescheduler.model import Job, JobSpec, Node, Partition
 from plurm.corescheduler.scheduler import Scheduler, demand_of, oversubscribe_mode
@@ -202,3 +204,34 @@ def test_never_oversubscribed_assertion_still_holds() -> None:
         a.sched.allocate(Allocation(["n1"], [1], [0], [1]))  # a job that does not share, beside it
     with pytest.raises(AssertionError):
         a.sched.allocate(Allocation(["n1"], [3], [0], [3], [], [0]))  # row 0 holds 2 + 3 > 4
+
+
+ops = st.lists(st.one_of(
+    st.tuples(st.just("submit"), st.sampled_from(sorted(MODES)), st.integers(1, 6), st.booleans(),
+              st.sampled_from([0, 300, 1500]), st.integers(1, 2)),
+    st.tuples(st.just("end"), st.integers(0, 50))), max_size=40)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(ops)
+def test_any_mix_of_jobs_keeps_every_node_consistent(steps) -> None:
+    """Whatever jobs come and go, allocate() never refuses what the main pass chose, a node
+    never runs sharing and non-sharing jobs at once, and rows and memory stay within the node."""
+    a = Anchor()
+    for step in steps:
+        if step[0] == "submit":
+            _, partition, ntasks, share, mem, nodes = step
+            a.sbatch(partition, ntasks=ntasks, oversubscribe=share, mem_per_node=mem or None, nodes_min=nodes)
+        elif a.running:
+            a.end(sorted(a.running.values(), key=lambda j: j.job_id)[step[1] % len(a.running)])
+        for i, node in enumerate(a.nodes.values()):
+            on_node = [j for j in a.running.values() if node.name in j.nodes]
+            sharing = [j for j in on_node if j.share_rows]
+            assert not sharing or len(sharing) == len(on_node)
+            assert all(used <= node.cpus for used in a.sched.rows[i])
+            assert sum(j.mem[j.nodes.index(node.name)] for j in on_node) == node.alloc_mem <= node.real_memory
+            for j in sharing:
+                _, limit = oversubscribe_mode(MODES[j.partition])
+                assert j.share_rows[j.nodes.index(node.name)] < limit
+            if not sharing:
+                assert node.alloc_cpus == sum(j.cpus[j.nodes.index(node.name)] for j in on_node)
