@@ -21,6 +21,10 @@ Slurm's knobs are honoured: bf_window, bf_resolution, bf_max_job_test,
 bf_max_job_start, bf_max_job_array_resv and bf_continue (see
 :class:`BackfillParams`).
 
+GRES units are planned unit by unit beside the profile (gresplan.py).  Jobs
+that share CPUs (partition OverSubscribe YES/FORCE) are left to the main
+pass, and a node running them counts as busy until the last of them ends.
+
 The planner mutates the scheduler only through :meth:`Scheduler.allocate`,
 for the jobs it starts, exactly as :meth:`Scheduler.schedule` does.  It does
 not touch the jobs: reasons and planned starts are returned, and
@@ -54,8 +58,9 @@ from plurm.corescheduler.timeline import Candidates, Timeline
 UNLIMITED_MINUTES = 365 * 24 * 60
 
 # Resources held until some time: (node names, CPUs per node, MB per node, end or None,
-# and optionally the GRES units per node: name -> unit indices).
-Holding = tuple  # (list[str], list[int], list[int], float | None[, list[dict[str, list[int]]]])
+# and optionally the GRES units per node (name -> unit indices) and whether the job
+# shares its CPUs (OverSubscribe)).
+Holding = tuple  # (list[str], list[int], list[int], float | None[, list[dict], bool])
 
 
 def _load_profile() -> ModuleType:
@@ -158,9 +163,19 @@ class Profile:
         self.index = {name: i for i, name in enumerate(self.names)}
         releases: list[tuple[int, int, int, int]] = []
         unit_releases: dict[tuple[int, str, int], int] = {}
+        # OverSubscribe: a node with sharing jobs has no CPU free for anyone else
+        # (Scheduler.free_cpus is 0) until the last of them ends, when all are.
+        shared_until: dict[int, int] = {}
         for holding in busy:
             names, cpus, mem, end = holding[:4]
             slot = self.release_slot(end)
+            shares = len(holding) > 5 and holding[5]
+            if shares:
+                for name in names:
+                    i = self.index.get(name)
+                    if i is not None:
+                        shared_until[i] = max(shared_until.get(i, 0), slot)
+                cpus = [0] * len(cpus)
             if slot >= self.nslots:
                 continue  # ends past the window: in use for ever, as far as we know
             for name, c, m in zip(names, cpus, mem):
@@ -172,6 +187,9 @@ class Profile:
                 for gres_name, indices in (units.items() if i is not None else ()):
                     for unit in indices:
                         unit_releases[(i, gres_name, unit)] = slot
+        for i, slot in shared_until.items():
+            if slot < self.nslots:
+                releases.append((i, slot, scheduler.total_cpus[i], 0))
         releases.sort()
         self.gres = GresPlan(scheduler, self.nslots, unit_releases)
         self.timeline = Timeline(kernel, scheduler.free_cpus, scheduler.free_mem,
@@ -370,7 +388,8 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
     params = params or BackfillParams()
     kernel = kernel or _load_profile()
     scheduler.prepare()
-    busy = [(j.nodes, j.cpus, j.mem, job_end(j, now), j.gres_alloc) for j in running]
+    busy = [(j.nodes, j.cpus, j.mem, job_end(j, now), j.gres_alloc, bool(j.share_rows))
+            for j in running]
     busy.extend(extra_busy)
     profile = Profile(scheduler, busy, now, params, kernel)
     planner = _Planner(scheduler, profile, kernel)
@@ -418,6 +437,8 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
             why = why_cache[why_key] = scheduler.partition_reason(job, demand, partition)
         if why is not None:
             continue  # the main pass gave it its reason; backfill cannot help
+        if demand.oversubscribe:
+            continue  # it would share CPUs (OverSubscribe): the main pass places it, see above
         array = job.array_job_id
         if array is not None and array_resv.get(array, 0) >= params.max_job_array_resv:
             continue
@@ -488,7 +509,7 @@ def schedule_with_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand
         started[s.job.job_id] = started.get(s.job.job_id, 0) + 1
     extra = [(s.allocation.nodes, s.allocation.cpus, s.allocation.mem,
               None if s.job.time_limit is None else now + s.job.time_limit * 60.0,
-              s.allocation.gres) for s in starts]
+              s.allocation.gres, bool(s.allocation.share_rows)) for s in starts]
     left = []
     for job, demand in pending:
         if started.get(job.job_id, 0) > 0:

@@ -369,3 +369,28 @@ def test_kernel_sweep_counts_a_drop_entering_on_the_right(kernel) -> None:
     cands = Candidates([0, 1], 2, [4, 4], [1, 1])
     assert cands.sweep(t, 0, 8, 2, 2, 1, 0, 0, 0, 0, 0) == (12, 2)
     assert list(cands.wcpu) == [4, 4]
+
+
+def test_jobs_that_share_cpus_are_left_to_the_main_pass(kernel) -> None:
+    """OverSubscribe: a sharing job is not backfilled, and a node running sharing jobs has no
+    CPU for anyone else until the last of them ends."""
+    nodes = {"n0": Node(name="n0", cpus=4, real_memory=4000, responding=True)}
+    parts = {"f": Partition(name="f", nodes=["n0"], default=True, oversubscribe="FORCE:2"),
+             "p": Partition(name="p", nodes=["n0"])}
+    s = Scheduler(nodes, parts, None)
+    s.prepare()
+    shared = JobSpec(ntasks=4, time_limit=30)
+    holders = []
+    for job_id, minutes in ((1, 30), (2, 50)):  # two rows on n0, ending at +30 and +50
+        alloc = s.try_place(demand_of(shared, parts["f"], None), parts["f"])
+        assert alloc is not None and alloc.share_rows
+        s.allocate(alloc)
+        holders.append(Job(job_id=job_id, spec=shared, partition="f", state="RUNNING",
+                           time_limit=minutes, start_time=NOW, nodes=alloc.nodes, cpus=alloc.cpus,
+                           mem=alloc.mem, tasks=alloc.tasks, share_rows=tuple(alloc.share_rows)))
+    sharer = (Job(job_id=3, spec=shared, partition="f", time_limit=30),
+              demand_of(shared, parts["f"], None))
+    plain = job(4, ntasks=4, minutes=10, partition="p", sched=s)
+    r = plan_backfill(s, [sharer, plain], holders, NOW, kernel=kernel)
+    assert r.starts == [] and r.tested == 1  # job 3 is the main pass's
+    assert r.planned_start == {4: NOW + 3000}  # not at +30: job 2 still shares n0
