@@ -892,11 +892,16 @@ class ClusterState:
 
     # ------------------------------------------------------------------ timers
     def recompute_priorities(self, now: float) -> None:
-        """PriorityCalcPeriod: age moves pending jobs up (multifactor)."""
-        for job in self.jobs.values():
-            if job.state != model.PENDING or job.held_by or job.priority_set:
-                continue
-            priority = self.priority_policy.priority(job, now, self.shape)
+        """PriorityCalcPeriod: age moves pending jobs up (multifactor).  A policy that can
+        compute the whole queue at once (``priorities``: multifactor's priority kernel) does."""
+        jobs = [job for job in self.jobs.values()
+                if job.state == model.PENDING and not job.held_by and not job.priority_set]
+        batch = getattr(self.priority_policy, "priorities", None)
+        if batch is not None:
+            values = batch(jobs, now, self.shape)
+        else:
+            values = [self.priority_policy.priority(job, now, self.shape) for job in jobs]
+        for job, priority in zip(jobs, values):
             if priority != job.priority:
                 job.priority = priority
                 self._save(job)

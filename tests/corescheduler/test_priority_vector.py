@@ -61,3 +61,30 @@ def test_the_vector_gives_each_job_its_own_priority(case) -> None:
 def test_both_twins_are_tested() -> None:
     """CI builds the extension (PLURM_REQUIRE_EXTENSIONS=1): then both twins run above."""
     assert _compiled in KERNELS or not corescheduler.COMPILED
+
+
+def test_the_controller_recomputes_the_queue_with_the_kernel(tmp_path) -> None:
+    """PriorityCalcPeriod in the state machine: aging jobs move up, held jobs and an
+    administrator's priority stay, and each job gets what the formula gives it alone."""
+    from plurm.corescheduler.model import Node, Partition
+    from plurm.corescheduler.state import ClusterState
+    from plurm.corescheduler.store import StateStore
+
+    nodes = {"n0": Node(name="n0", cpus=4, real_memory=4000, responding=True, boot_time=1.0)}
+    policy = MultifactorPriority({"PriorityWeightAge": "1000", "PriorityWeightJobSize": "1000",
+                                  "PriorityMaxAge": "0:10:00"})
+    state = ClusterState(StateStore(str(tmp_path / "state.db")), nodes,
+                         {"p": Partition(name="p", nodes=["n0"], default=True)}, cluster_name="t",
+                         priority_policy=policy)
+    jobs = [state.submit(JobSpec(ntasks=n, time_limit=5, begin_time=None), 0, 0)[0] for n in (4, 1, 2, 1)]
+    for job in jobs:
+        job.eligible_time = NOW
+    jobs[2].priority, jobs[2].priority_set = 7, True  # scontrol update priority=7
+    jobs[3].held_by = "user"
+    before = {j.job_id: j.priority for j in jobs}
+    later = NOW + 300  # half of PriorityMaxAge
+    state.recompute_priorities(later)
+    for job in jobs[:2]:
+        assert job.priority == policy.priority(job, later, state.shape)
+        assert job.priority == before[job.job_id] + 500  # 300 s of 600: half the age weight
+    assert jobs[2].priority == 7 and jobs[3].priority == before[jobs[3].job_id]
