@@ -173,6 +173,26 @@ def job_state_code(job: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- fields
+def partition_oversubscribe(part: dict | None) -> str:
+    """A partition's OverSubscribe as sinfo %h and scontrol show it: YES and FORCE with their
+    default of 4 jobs per resource (YES:4, FORCE:4)."""
+    if part is None:
+        return "n/a"
+    value = str(part.get("oversubscribe", "NO")).upper()
+    return value + ":4" if value in ("YES", "FORCE") else value
+
+
+def job_oversubscribe(job: dict) -> str:
+    """squeue %h and scontrol's OverSubscribe= for a job: NO when it wants whole nodes, YES
+    when it asked to share (-s) or shares CPUs now (a FORCE partition), OK otherwise."""
+    spec = job.get("spec") or {}
+    if spec.get("exclusive"):
+        return "NO"
+    if spec.get("oversubscribe") or job.get("share_rows"):
+        return "YES"
+    return "OK"
+
+
 def pad(text: str, width: int, right: bool, cut: bool = True) -> str:
     """One field as Slurm's _print_str writes it: right-justified with '.', truncated to
     ``width`` (left-justified text always; right-justified only when ``cut``), padded."""

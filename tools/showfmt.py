@@ -19,7 +19,7 @@ import time as _time
 
 from plurm.grammar.hostlist import compress
 from plurm.grammar.timefmt import format_duration, format_time_limit
-from plurm.tools.display import bitmap_ranges
+from plurm.tools.display import bitmap_ranges, job_oversubscribe, partition_oversubscribe
 
 # A running job with no time limit: Slurm shows (and enforces) one year.
 YEAR_MINUTES = 365 * 24 * 60
@@ -407,7 +407,7 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
     per_node = spec.get("ntasks_per_node") or 1
     lines.append(f"MinCPUsNode={cpt * per_node} {min_mem} MinTmpDiskNode=0")
     lines.append(f"Features={spec.get('constraint') or '(null)'} DelayBoot=00:00:00")
-    lines.append(f"OverSubscribe={'NO' if spec.get('exclusive') else 'OK'} "
+    lines.append(f"OverSubscribe={job_oversubscribe(job)} "
                  f"Contiguous={1 if spec.get('contiguous') else 0} Licenses=(null) "
                  "Network=(null)")
     lines.append(f"Command={_null(spec.get('command'))}")
@@ -555,7 +555,7 @@ def partition_lines(part: dict, nodes: dict[str, dict]) -> list[str]:
              "MaxCPUsPerNode=UNLIMITED",
              f"Nodes={compress(names) if names else '(null)'}",
              f"PriorityJobFactor={part.get('priority_job_factor', 1)} PriorityTier={part.get('priority_tier', 1)} "
-             f"RootOnly=NO ReqResv=NO OverSubscribe={part.get('oversubscribe', 'NO')}",
+             f"RootOnly=NO ReqResv=NO OverSubscribe={partition_oversubscribe(part)}",
              "OverTimeLimit=NONE PreemptMode=OFF",
              f"State={part.get('state', 'UP')} TotalCPUs={total_cpus} TotalNodes={len(names)} "
              "SelectTypeParameters=NONE",

@@ -14,6 +14,7 @@ import time
 from plurm.grammar.hostlist import HostlistError, compress, expand, sort_key
 from plurm.tools.display import (
     Usage,
+    partition_oversubscribe,
     getopt_or_usage,
     run_iterating,
     FormatField,
@@ -555,15 +556,6 @@ def _part_name(rec: Record, width: int) -> str:
     return name
 
 
-def _oversubscribe(part: dict | None) -> str:
-    if part is None:
-        return "n/a"
-    value = str(part.get("oversubscribe", "NO")).upper()
-    if value == "YES":
-        return "YES:4"
-    if value == "FORCE":
-        return "FORCE:4"
-    return value
 
 
 def _job_size(part: dict | None) -> str:
@@ -635,7 +627,7 @@ FIELDS: dict[str, tuple[str, object]] = {
     "F": ("NODES(A/I/O/T)", lambda r, c: f"{r.nodes_alloc}/{r.nodes_idle}/{r.nodes_other}/{r.nodes_total}"),
     "g": ("GROUPS", lambda r, c: ",".join(r.part.get("allow_groups") or []) or "all" if r.part else "n/a"),
     "G": ("GRES", lambda r, c: _gres(r)),
-    "h": ("OVERSUBSCRIBE", lambda r, c: _oversubscribe(r.part)),
+    "h": ("OVERSUBSCRIBE", lambda r, c: partition_oversubscribe(r.part)),
     "H": ("TIMESTAMP", lambda r, c: format_timestamp(r.first.get("reason_time"), c.environ)),
     "I": ("PRIO_JOB_FACTOR", lambda r, c: str(r.part.get("priority_job_factor", 1)) if r.part else "n/a"),
     "l": ("TIMELIMIT", lambda r, c: _time_field(r.part.get("max_time") if r.part else None, r.part)),
@@ -717,7 +709,7 @@ _SORT_KEYS = {
     "f": lambda r: _features(r),
     "F": lambda r: r.nodes_alloc,
     "g": lambda r: ",".join((r.part or {}).get("allow_groups") or []),
-    "h": lambda r: _oversubscribe(r.part),
+    "h": lambda r: partition_oversubscribe(r.part),
     "l": lambda r: float("inf") if not r.part or r.part.get("max_time") is None else r.part["max_time"],
     "m": lambda r: r.min.get("mem") or 0,
     "N": lambda r: _natural(sort_nodes(r.nodes)[0] if r.nodes else ""),

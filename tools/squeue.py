@@ -16,6 +16,7 @@ import time
 from plurm.grammar.hostlist import compress
 from plurm.tools.display import (
     Usage,
+    job_oversubscribe,
     getopt_or_usage,
     run_iterating,
     JOB_STATE_CODES,
@@ -508,7 +509,7 @@ FIELDS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "g": ("GROUP", ("groupname",), lambda j, c: (str(_spec(j).get("group", "root")), True)),
     "G": ("GROUP", ("groupid",), lambda j, c: (str(_spec(j).get("group_id", 0)), True)),
     "h": ("OVER_SUBSCRIBE", ("oversubscribe", "shared"), lambda j, c: (
-        "NO" if _spec(j).get("exclusive") else "OK", True)),
+        job_oversubscribe(j), True)),
     "H": ("SOCKETS", ("sockets",), lambda j, c: ("*", True)),
     "i": ("JOBID", ("jobarrayid",), lambda j, c: (_job_id_text(j), True)),
     "I": ("CORES", ("cores",), lambda j, c: ("*", True)),

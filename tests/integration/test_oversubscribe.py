@@ -105,3 +105,19 @@ def test_no_partition_ignores_oversubscribe(cluster: Cluster, tmp_path: Path) ->
     args = ("-p", "debug", "-N1", "-w", "n1", "-n4", "--mem=500", "-s")
     cluster.wait_state(_sleep(cluster, tmp_path, *args), "RUNNING")
     _waits_for_resources(cluster, _sleep(cluster, tmp_path, *args))
+
+
+def test_commands_show_oversubscribe_as_slurm(cluster: Cluster, tmp_path: Path) -> None:
+    """scontrol/sinfo print a partition's YES and FORCE with their default count; squeue %h
+    and scontrol's OverSubscribe= say YES for a job that shares, NO for an exclusive one."""
+    parts = cluster.run("scontrol", "show", "partition", check=True).stdout
+    assert "OverSubscribe=FORCE:2" in parts and "OverSubscribe=YES:4" in parts
+    assert "OverSubscribe=EXCLUSIVE" in parts
+    sharing = _sleep(cluster, tmp_path, "-p", "yes", "-s", "-n", "1")
+    alone = _sleep(cluster, tmp_path, "-p", "debug", "--exclusive", "-n", "1")
+    plain = _sleep(cluster, tmp_path, "-p", "debug", "-n", "1")
+    rows = dict(line.split() for line in cluster.run(
+        "squeue", "-h", "-o", "%i %h", check=True).stdout.splitlines())
+    assert rows == {str(sharing): "YES", str(alone): "NO", str(plain): "OK"}
+    shown = cluster.run("scontrol", "show", "job", str(sharing), check=True).stdout
+    assert "OverSubscribe=YES" in shown
