@@ -394,3 +394,27 @@ def test_jobs_that_share_cpus_are_left_to_the_main_pass(kernel) -> None:
     r = plan_backfill(s, [sharer, plain], holders, NOW, kernel=kernel)
     assert r.starts == [] and r.tested == 1  # job 3 is the main pass's
     assert r.planned_start == {4: NOW + 3000}  # not at +30: job 2 still shares n0
+
+
+def test_bf_continue_keeps_a_gpu_reservation_only_while_its_units_are_free(kernel) -> None:
+    """A kept reservation holds its units again in the next call; when a job took one of them
+    in between, the reservation is dropped and the job planned afresh on what is left."""
+    nodes = {"g0": Node(name="g0", cpus=4, real_memory=4000, responding=True, gres=["gpu:2"])}
+    s = Scheduler(nodes, {"p": Partition(name="p", nodes=["g0"], default=True)}, None)
+    s.allocate(Allocation(["g0"], [4], [0], [4], [{"gpu": [0]}]))
+    holder = Job(job_id=1, spec=JobSpec(), partition="p", state="RUNNING", time_limit=60,
+                 start_time=NOW, nodes=["g0"], cpus=[4], mem=[0], gres_alloc=[{"gpu": [0]}])
+    pending = [gpu_job(2, 2, 30), gpu_job(3, 1, 30)]
+    params = BackfillParams(yield_jobs=1, bf_continue=True)
+    r1 = plan_backfill(s, pending, [holder], NOW, params, kernel=kernel)
+    assert r1.planned_start == {2: NOW + 3600} and r1.cursor is not None
+    r2 = plan_backfill(s, pending, [holder], NOW, params, cursor=r1.cursor, kernel=kernel)
+    assert r2.reservations[2].allocation.gres == [{"gpu": [0, 1]}]
+    assert r2.planned_start[3] == NOW + 5400  # after job 2: its units are held
+    # Meanwhile a job took gpu 1 until +120 min: job 2's kept plan no longer holds.
+    s.allocate(Allocation(["g0"], [0], [0], [0], [{"gpu": [1]}]))
+    taker = Job(job_id=9, spec=JobSpec(), partition="p", state="RUNNING", time_limit=120,
+                start_time=NOW, nodes=["g0"], cpus=[0], mem=[0], gres_alloc=[{"gpu": [1]}])
+    r3 = plan_backfill(s, pending, [holder, taker], NOW, params, cursor=r1.cursor, kernel=kernel)
+    assert r3.planned_start[2] == NOW + 7200  # planned again: when gpu 1 is back too
+    assert r3.reservations[2].allocation.gres == [{"gpu": [0, 1]}]
