@@ -82,7 +82,6 @@ cpdef tuple sweep(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[:
                   long mem_per_cpu, int exclusive, int lazy, Py_ssize_t skip, long[::1] out)
 
 @cython.locals(pos=list, cs=list, ms=list, ts=list, count=cython.long, total=cython.long,
-               stop_weight=cython.long, p=cython.Py_ssize_t)
+               p=cython.Py_ssize_t)
 cpdef tuple compact(long[::1] caps, long[::1] wcpu, long[::1] wmem, long[::1] totals,
-                    long[::1] weights, Py_ssize_t lo, Py_ssize_t hi, long nodes_min, long ntasks,
-                    int whole_weight)
+                    Py_ssize_t lo, Py_ssize_t hi, long nodes_min, long ntasks)

@@ -457,13 +457,11 @@ def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_
     return -1, 0
 
 
-def compact(caps, wcpu, wmem, totals, weights, lo: int, hi: int, nodes_min: int, ntasks: int,
-            whole_weight: int):
+def compact(caps, wcpu, wmem, totals, lo: int, hi: int, nodes_min: int, ntasks: int):
     """The positions in [lo, hi) with room, as lists for place(): (positions, cpus, mem, totals).
 
-    Stops once the prefix holds the job: place() takes nodes in preference
-    order and never looks further; with ``whole_weight``, once the Weight
-    of the last node taken changes (a best fit chooses among one weight).
+    Stops once the prefix holds the job: backfill's place() takes nodes in
+    preference order (first fit) and never looks further.
     """
     pos = []
     cs = []
@@ -471,10 +469,7 @@ def compact(caps, wcpu, wmem, totals, weights, lo: int, hi: int, nodes_min: int,
     ts = []
     count = 0
     total = 0
-    stop_weight = -1
     for p in range(lo, hi):
-        if stop_weight >= 0 and weights[p] != stop_weight:
-            break
         if caps[p] <= 0:
             continue
         pos.append(p)
@@ -483,8 +478,6 @@ def compact(caps, wcpu, wmem, totals, weights, lo: int, hi: int, nodes_min: int,
         ts.append(totals[p])
         count += 1
         total += caps[p]
-        if stop_weight < 0 and count >= nodes_min and total >= ntasks:
-            if not whole_weight:
-                break
-            stop_weight = weights[p]
+        if count >= nodes_min and total >= ntasks:
+            break
     return pos, cs, ms, ts

@@ -238,7 +238,7 @@ class Profile:
 
 
 def _candidates(scheduler: Scheduler, names: list[str], index: dict[str, int], pref: list[int],
-                weights: list[int], partition: Partition, demand: Demand) -> Candidates:
+                partition: Partition, demand: Demand) -> Candidates:
     """The nodes a job may use, in preference order, as try_place orders them."""
     members = set(partition.nodes)
     exclude = set(demand.exc_nodes)
@@ -250,7 +250,7 @@ def _candidates(scheduler: Scheduler, names: list[str], index: dict[str, int], p
         order = [i for i in order if gres.fits(scheduler.units[i], {}, demand.gres)]
     if required:
         order = [i for i in order if i in required] + [i for i in order if i not in required]
-    return Candidates(order, len(names), scheduler.total_cpus, weights, required)
+    return Candidates(order, len(names), scheduler.total_cpus, required)
 
 
 def _demand_key(demand: Demand) -> tuple:
@@ -265,13 +265,12 @@ class _Planner:
         self.s = scheduler
         self.p = profile
         self.k = kernel
+        # First fit in preference order (place()'s 12-argument call): the main pass's best
+        # fit would need every candidate of a Weight for each job (docs/scheduling.md).
         self.place = corescheduler.placement.place
-        # A best fit chooses among the nodes of one Weight: give place() all of them.
-        self.whole_weight = 1 if getattr(corescheduler.placement, "BEST_FIT", False) else 0
         names = profile.names
         nodes = scheduler.nodes
-        self.weights = [nodes[name].weight for name in names]
-        self.pref = sorted(range(len(names)), key=lambda i: (self.weights[i], i))
+        self.pref = sorted(range(len(names)), key=lambda i: (nodes[names[i]].weight, i))
         self.cands: dict[tuple, Candidates] = {}
         # Availability only shrinks during a cycle, so a job shape that could
         # not start before slot s cannot start before s later in the cycle
@@ -288,26 +287,22 @@ class _Planner:
                tuple(demand.gres))
         cands = self.cands.get(key)
         if cands is None:
-            cands = _candidates(self.s, self.p.names, self.p.index, self.pref, self.weights,
-                                partition, demand)
+            cands = _candidates(self.s, self.p.names, self.p.index, self.pref, partition, demand)
             self.cands[key] = cands
         return cands
 
     def find(self, cands: Candidates, demand: Demand, length: int, first: int,
-             horizon: int = -1, skip: int = 0) -> tuple[int, Allocation | None, int]:
-        """Earliest slot in [first, horizon] where the job fits for ``length`` slots, where,
-        and the first candidate position with room then (-1: none found).
+             skip: int = 0) -> tuple[int, Allocation | None, int]:
+        """Earliest slot >= ``first`` in the window where the job fits for ``length`` slots,
+        where, and the first candidate position with room then (-1: none found).
 
-        ``horizon`` < 0: the whole window.  ``skip``: positions before it are
-        known to have no room at ``first``.
+        ``skip``: positions before it are known to have no room at ``first``.
         """
         p = self.p
         timeline = p.timeline
         n = cands.size
         if n == 0:
             return -1, None, -1
-        if horizon < 0:
-            horizon = p.nslots - 1
         nodes_min = max(demand.nodes_min, len(cands.required))
         exclusive = 1 if demand.exclusive else 0
         # A GRES job looks at every candidate with room at a slot (its units are
@@ -319,12 +314,12 @@ class _Planner:
                                        demand.cpus_per_task, demand.ntasks_per_node,
                                        demand.mem_per_node, demand.mem_per_cpu, exclusive, lazy,
                                        skip)
-            if slot < 0 or slot > horizon:
+            if slot < 0:
                 return -1, None, -1
             room = cands.out[0]
             positions, cpus, mem, totals = self.k.compact(
-                cands.caps, cands.wcpu, cands.wmem, cands.totals, cands.weights, cands.out[1],
-                filled, nodes_min, enough, self.whole_weight)
+                cands.caps, cands.wcpu, cands.wmem, cands.totals, cands.out[1], filled, nodes_min,
+                enough)
             picks: dict[int, dict[str, list[int]]] = {}
             if demand.gres:
                 for q, pos in enumerate(positions):

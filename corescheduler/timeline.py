@@ -99,11 +99,11 @@ class Timeline:
 class Candidates:
     """The nodes one job may use, in preference order, as the kernels want them."""
 
-    __slots__ = ("order", "order_list", "pos_of", "totals", "weights", "required", "wcpu", "wmem",
-                 "caps", "out", "size", "leaves", "tzs", "tze", "timeline", "applied")
+    __slots__ = ("order", "order_list", "pos_of", "totals", "required", "wcpu", "wmem", "caps",
+                 "out", "size", "leaves", "tzs", "tze", "timeline", "applied")
 
     def __init__(self, order: Sequence[int], nnodes: int, total_cpus: Sequence[int],
-                 weights: Sequence[int], required: set[int] | frozenset[int] = frozenset()) -> None:
+                 required: set[int] | frozenset[int] = frozenset()) -> None:
         self.order = longs(order)
         self.order_list = list(order)  # for place(), which takes lists
         self.size = len(order)
@@ -112,7 +112,6 @@ class Candidates:
             pos_of[i] = p
         self.pos_of = longs(pos_of)
         self.totals = longs([total_cpus[i] for i in order])
-        self.weights = longs([weights[i] for i in order])
         self.required = required
         # Scratch for the sweep (by position): window minima and capacities.
         self.wcpu = longs(len(order))

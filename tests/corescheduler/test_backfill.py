@@ -366,7 +366,7 @@ def test_kernel_sweep_counts_a_drop_entering_on_the_right(kernel) -> None:
     t = Timeline(kernel, [4, 0], [1000, 1000], [4, 4], [1000, 1000], [], 30)
     t.reserve(0, 10, 12, 4, 0)
     t.reserve(1, 5, 99, -4, 0)
-    cands = Candidates([0, 1], 2, [4, 4], [1, 1])
+    cands = Candidates([0, 1], 2, [4, 4])
     assert cands.sweep(t, 0, 8, 2, 2, 1, 0, 0, 0, 0, 0) == (12, 2)
     assert list(cands.wcpu) == [4, 4]
 

@@ -291,7 +291,7 @@ def test_kernel_twins_agree_on_random_profiles(data) -> None:
             out.append(t.reserve(node, s0, s0 + length, c, m))
         out.append([t.segments(i) for i in range(nnodes)])
         out.append([t.steps_at(s) for s in range(nslots)])
-        cands = Candidates(list(order), nnodes, [8] * nnodes, [1] * nnodes)
+        cands = Candidates(list(order), nnodes, [8] * nnodes)
         for first, length, nmin, ntasks, cpt, ntpn, mpn, mpc, excl, lazy in queries:
             out.append(cands.sweep(t, min(first, nslots - 1), length, nmin, ntasks, cpt, ntpn,
                                    mpn, mpc, excl, lazy))
@@ -323,7 +323,7 @@ def test_sweep_finds_the_earliest_slot_by_brute_force(k, data) -> None:
     cpt, ntpn = data.draw(st.integers(1, 2)), data.draw(st.sampled_from([0, 0, 1, 2]))
     mpn, mpc, excl = data.draw(st.sampled_from([0, 500])), data.draw(st.sampled_from([0, 100])), \
         data.draw(st.integers(0, 1))
-    cands = Candidates(order, nnodes, totals, [1] * nnodes)
+    cands = Candidates(order, nnodes, totals)
     got, _ = cands.sweep(t, first, length, nmin, ntasks, cpt, ntpn, mpn, mpc, excl, 0)
     w1, w2 = cands.wcpu, cands.wmem
     want = -1
