@@ -358,8 +358,12 @@ class _Planner:
         Yes: only reservations hold it back (reason Priority); no: Resources.
         """
         nodes_min = max(demand.nodes_min, len(cands.required))
+        order = cands.order_list
+        if demand.gres:  # and units free now
+            sched = self.s
+            order = [i for i in order if gres.fits(sched.units[i], sched.gres_used[i], demand.gres)]
         result = self.place(self.s.free_cpus, self.s.free_mem, self.s.total_cpus,
-                            cands.order_list, nodes_min, demand.nodes_max, demand.ntasks,
+                            order, nodes_min, demand.nodes_max, demand.ntasks,
                             demand.cpus_per_task, demand.ntasks_per_node, demand.mem_per_node,
                             demand.mem_per_cpu, 1 if demand.exclusive else 0)
         if result is None:
@@ -466,7 +470,7 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
             started += 1
             continue
         # Not now: Priority if only reservations stand in its way, else Resources.
-        if demand.gres or key in planner.never_now or (
+        if key in planner.never_now or (
                 planner.fits_now.get(key) != started and not planner.fits_now_alone(cands, demand)):
             planner.never_now.add(key)
             result.reasons.setdefault(job.job_id, REASON_RESOURCES)

@@ -344,6 +344,8 @@ def test_a_gpu_reservation_is_not_taken_by_a_lower_priority_gpu_job(kernel) -> N
     assert [(st.job.job_id, st.allocation.gres) for st in r.starts] == [(4, [{"gpu": [1]}])]
     assert r.planned_start == {2: NOW + 3600, 3: NOW + 5400}
     assert r.reservations[2].allocation.gres == [{"gpu": [0, 1]}]
+    # Job 3 would fit the free GPU now: only job 2's reservation holds it back.
+    assert r.reasons[2] == "Resources" and r.reasons[3] == "Priority"
 
 
 def test_an_array_record_listed_once_per_task(kernel) -> None:
