@@ -54,8 +54,12 @@ cpdef int reserve(long[::1] off, long[::1] cnt, long[::1] cap, long[::1] T, long
                   long[::1] meta, long[::1] zs, long[::1] ze, long[::1] dirty, Py_ssize_t node,
                   long start, long end, long cpus, long mem, long nslots) except -3
 
-@cython.locals(o=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, lc=cython.long,
-               lm=cython.long)
+@cython.locals(lc=cython.long, lm=cython.long)
+cdef inline void _run_min(long[::1] T, long[::1] C, long[::1] M, Py_ssize_t j, Py_ssize_t k,
+                          long end, long nslots, long[::1] wcpu, long[::1] wmem,
+                          Py_ssize_t p) noexcept
+
+@cython.locals(o=cython.Py_ssize_t)
 cpdef tuple window_min(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
                        Py_ssize_t node, long start, long end, long nslots)
 

@@ -40,6 +40,8 @@ Capacities follow select/cons_tres exactly as _placement_py.node_capacity
 does (a property test checks that the two agree).
 """
 
+from array import array
+
 NO_ROOM = -2  # a kernel that would outgrow the arrays changes nothing and says so
 FOREVER = 1 << 40  # a slot past any window
 
@@ -268,11 +270,8 @@ def reserve(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, zs, ze, dir
     return ok
 
 
-def window_min(off, cnt, T, C, M, node: int, start: int, end: int, nslots: int):
-    """(min free CPUs, min free memory) of one node over slots [start, end)."""
-    o = off[node]
-    k = o + cnt[node]
-    j = o + segment(T, o, cnt[node], start)
+def _run_min(T, C, M, j: int, k: int, end: int, nslots: int, wcpu, wmem, p: int):
+    """The minima of segments j.. (up to k, those starting before ``end``) into wcpu[p], wmem[p]."""
     lc = C[j]
     lm = M[j]
     j += 1
@@ -282,7 +281,18 @@ def window_min(off, cnt, T, C, M, node: int, start: int, end: int, nslots: int):
         if M[j] < lm:
             lm = M[j]
         j += 1
-    return lc, lm
+    wcpu[p] = lc
+    wmem[p] = lm
+
+
+def window_min(off, cnt, T, C, M, node: int, start: int, end: int, nslots: int):
+    """(min free CPUs, min free memory) of one node over slots [start, end)."""
+    o = off[node]
+    cpus = array("l", [0])
+    mem = array("l", [0])
+    _run_min(T, C, M, o + segment(T, o, cnt[node], start), o + cnt[node], end, nslots, cpus,
+             mem, 0)
+    return cpus[0], mem[0]
 
 
 def _fill(off, cnt, T, C, M, i: int, start: int, end: int, nslots: int, wcpu, wmem, p: int,
@@ -306,17 +316,9 @@ def _fill(off, cnt, T, C, M, i: int, start: int, end: int, nslots: int, wcpu, wm
         wcpu[p] = lc
         wmem[p] = lm
         return 0
-    j += 1
-    while j < k and (end >= nslots or T[j] < end):
-        if C[j] < lc:
-            lc = C[j]
-        if M[j] < lm:
-            lm = M[j]
-        j += 1
-    wcpu[p] = lc
-    wmem[p] = lm
-    return _capacity(lc, lm, total, cpus_per_task, mem_per_node, mem_per_cpu, exclusive,
-                    ntasks_per_node)
+    _run_min(T, C, M, j, k, end, nslots, wcpu, wmem, p)
+    return _capacity(wcpu[p], wmem[p], total, cpus_per_task, mem_per_node, mem_per_cpu,
+                     exclusive, ntasks_per_node)
 
 
 def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_of, totals,
