@@ -14,19 +14,21 @@ cdef inline long _capacity(long free_cpus, long free_mem, long total_cpus, long 
 @cython.locals(lo=cython.Py_ssize_t, hi=cython.Py_ssize_t, mid=cython.Py_ssize_t)
 cdef inline Py_ssize_t segment(long[::1] T, Py_ssize_t o, Py_ssize_t n, long slot) noexcept
 
-@cython.locals(n=cython.Py_ssize_t, nrel=cython.Py_ssize_t, r=cython.Py_ssize_t,
-               i=cython.Py_ssize_t, o=cython.Py_ssize_t, e=cython.Py_ssize_t, k=cython.Py_ssize_t,
-               cur_c=cython.long, cur_m=cython.long, s=cython.long, last=cython.long)
+@cython.locals(n=cython.Py_ssize_t, nrel=cython.Py_ssize_t, nslots=cython.Py_ssize_t,
+               r=cython.Py_ssize_t, i=cython.Py_ssize_t, o=cython.Py_ssize_t,
+               e=cython.Py_ssize_t, k=cython.Py_ssize_t, cur_c=cython.long, cur_m=cython.long,
+               s=cython.long, last=cython.long)
 cpdef Py_ssize_t build(long[::1] free_cpus, long[::1] free_mem, long[::1] total_cpus,
                        long[::1] total_mem, long[::1] rel_node, long[::1] rel_slot,
                        long[::1] rel_cpus, long[::1] rel_mem, long[::1] off, long[::1] cnt,
-                       long[::1] cap, long[::1] T, long[::1] C, long[::1] M, long[::1] ev_head,
-                       long[::1] ev_next, long[::1] ev_node, long[::1] meta, long[::1] zs,
-                       long[::1] ze) except -1
+                       long[::1] cap, long[::1] T, long[::1] C, long[::1] M, long[::1] ev_off,
+                       long[::1] ev_cnt, long[::1] ev_cap, long[::1] ev_node, long[::1] meta,
+                       long[::1] zs,
+                       long[::1] ze, long[::1] bs, long[::1] be) except -1
 
-@cython.locals(o=cython.Py_ssize_t, n=cython.Py_ssize_t, j=cython.Py_ssize_t)
-cdef void _zero_run(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] zs,
-                    long[::1] ze, Py_ssize_t node) noexcept
+@cython.locals(o=cython.Py_ssize_t, n=cython.Py_ssize_t, j=cython.Py_ssize_t, full=cython.long)
+cdef void _runs(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] tot,
+                long[::1] zs, long[::1] ze, long[::1] bs, long[::1] be, Py_ssize_t node) noexcept
 
 @cython.locals(v=cython.Py_ssize_t, a=cython.long, b=cython.long)
 cpdef void tree_set(long[::1] tzs, long[::1] tze, Py_ssize_t size, Py_ssize_t pos, long zsv,
@@ -44,15 +46,19 @@ cdef inline Py_ssize_t next_live(long[::1] tzs, long[::1] tze, Py_ssize_t size, 
 @cython.locals(o=cython.Py_ssize_t, n=cython.Py_ssize_t, j=cython.Py_ssize_t,
                q=cython.Py_ssize_t, dest=cython.Py_ssize_t, e=cython.Py_ssize_t)
 cdef Py_ssize_t _split(long[::1] off, long[::1] cnt, long[::1] cap, long[::1] T, long[::1] C,
-                       long[::1] M, long[::1] ev_head, long[::1] ev_next, long[::1] ev_node,
-                       long[::1] meta, Py_ssize_t node, long slot) except -1
+                       long[::1] M, long[::1] ev_off, long[::1] ev_cnt, long[::1] ev_cap,
+                       long[::1] ev_node, long[::1] meta, Py_ssize_t node, long slot) except -1
+
+@cython.locals(need=cython.long)
+cpdef long event_room(long[::1] ev_cap, long start, long end, long nslots) except -1
 
 @cython.locals(first=cython.Py_ssize_t, stop=cython.Py_ssize_t, o=cython.Py_ssize_t,
                q=cython.Py_ssize_t, ok=cython.int)
 cpdef int reserve(long[::1] off, long[::1] cnt, long[::1] cap, long[::1] T, long[::1] C,
-                  long[::1] M, long[::1] ev_head, long[::1] ev_next, long[::1] ev_node,
-                  long[::1] meta, long[::1] zs, long[::1] ze, long[::1] dirty, Py_ssize_t node,
-                  long start, long end, long cpus, long mem, long nslots) except -3
+                  long[::1] M, long[::1] ev_off, long[::1] ev_cnt, long[::1] ev_cap,
+                  long[::1] ev_node, long[::1] meta, long[::1] tot, long[::1] zs, long[::1] ze, long[::1] bs,
+                  long[::1] be, long[::1] dirty, Py_ssize_t node, long start, long end,
+                  long cpus, long mem, long nslots) except -3
 
 @cython.locals(lc=cython.long, lm=cython.long)
 cdef inline void _run_min(long[::1] T, long[::1] C, long[::1] M, Py_ssize_t j, Py_ssize_t k,
@@ -75,9 +81,9 @@ cdef inline long _fill(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, l
                q=cython.Py_ssize_t,
                cap=cython.long, s=cython.long, r=cython.long, e=cython.Py_ssize_t,
                o=cython.Py_ssize_t, j=cython.Py_ssize_t, lc=cython.long, lm=cython.long,
-               grew=cython.int)
+               grew=cython.int, stop=cython.Py_ssize_t)
 cpdef tuple sweep(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
-                  long[::1] ev_head, long[::1] ev_next, long[::1] ev_node, long nslots,
+                  long[::1] ev_off, long[::1] ev_cnt, long[::1] ev_node, long nslots,
                   long[::1] order, long[::1] pos_of, long[::1] totals, long[::1] zs,
                   long[::1] ze, long[::1] tzs,
                   long[::1] tze, Py_ssize_t size, long[::1] wcpu,

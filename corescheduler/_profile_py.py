@@ -22,16 +22,20 @@ the loops run in C; the pure twin indexes the same arrays):
   M[off+j] free memory until the next one; the last runs for ever.  A node
   has room for ``cap[i]`` segments; when it needs more it moves to the end
   of the pool with twice the room (``meta[0]`` is the pool in use).
-* ``ev_head[s]`` starts a linked list (``ev_next``/``ev_node``) of the
-  nodes with a breakpoint at slot s, so that a sweep over start times only
-  revisits the nodes whose window changed (``meta[1]`` entries in use).
+* The nodes with a breakpoint at slot s are listed, in no order, in
+  ``ev_node`` at ``ev_off[s]``, ``ev_cnt[s]`` of them with room for
+  ``ev_cap[s]`` (moved to the end of the pool ``meta[1]`` when full, as the
+  segments are), so that a sweep over start times only revisits the nodes
+  whose window changed, reading each slot's list from contiguous memory.
 
 * ``zs[i]``/``ze[i]`` bound the node's first run of slots with no free CPU
-  ([zs, ze); FOREVER when there is none, or it never ends), and every
-  reservation logs its node in ``dirty`` (``meta[2]`` entries).  A
-  candidate list keeps a segment tree over its positions of (max zs, min
-  ze), so that a sweep jumps over the nodes with no CPU at its first slot
-  (most of a busy cluster) in O(log n) instead of visiting each.
+  ([zs, ze); FOREVER when there is none, or it never ends), ``bs[i]``/
+  ``be[i]`` its first run of slots with some CPU in use (less free than
+  ``tot[i]``: an exclusive job cannot start there), and every reservation
+  logs its node in ``dirty`` (``meta[2]`` entries).  A candidate list
+  keeps a segment tree over its positions of (max start, min end) of one
+  kind of run, so that a sweep jumps over the nodes without room at its
+  first slot (most of a busy cluster) in O(log n) instead of visiting each.
 
 Nodes change in few places (their jobs' ends and reservations), so this is
 far smaller than a dense nodes x slots table.
@@ -91,21 +95,31 @@ def segment(T, o: int, n: int, slot: int):
 
 
 def build(free_cpus, free_mem, total_cpus, total_mem, rel_node, rel_slot, rel_cpus, rel_mem,
-          off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, zs, ze):
+          off, cnt, cap, T, C, M, ev_off, ev_cnt, ev_cap, ev_node, meta, zs, ze, bs, be):
     """Lay out every node's profile from its free resources now and the releases to come.
 
     The releases (running jobs ending) come sorted by (node, slot), with
     1 <= slot < nslots; a job that ends past the window is not listed.  The
-    caller sized the pool for ``cap[i]`` >= 1 + releases of node i, and the
-    events for every release.  A job list that disagrees with the
+    caller sized the pool for ``cap[i]`` >= 1 + releases of node i, and
+    ``ev_node`` for 3/2 of the releases plus 4 per slot.  A job list that disagrees with the
     allocations must not make a node look bigger than it is: values are
     capped at the node's size.
     """
     n = len(free_cpus)
     nrel = len(rel_node)
+    nslots = len(ev_off)
+    for r in range(nrel):  # one event per distinct (node, slot)
+        if r == 0 or rel_node[r] != rel_node[r - 1] or rel_slot[r] != rel_slot[r - 1]:
+            ev_cnt[rel_slot[r]] += 1
+    e = 0
+    for s in range(nslots):  # room for the reservations' steps to come
+        ev_off[s] = e
+        ev_cap[s] = ev_cnt[s] + (ev_cnt[s] >> 1) + 4
+        e += ev_cap[s]
+        ev_cnt[s] = 0
+    meta[1] = e
     r = 0
     o = 0
-    e = meta[1]
     for i in range(n):
         off[i] = o
         cur_c = free_cpus[i]
@@ -122,37 +136,47 @@ def build(free_cpus, free_mem, total_cpus, total_mem, rel_node, rel_slot, rel_cp
             if s != last:
                 k += 1
                 T[o + k] = s
-                ev_node[e] = i
-                ev_next[e] = ev_head[s]
-                ev_head[s] = e
-                e += 1
+                ev_node[ev_off[s] + ev_cnt[s]] = i
+                ev_cnt[s] += 1
                 last = s
             C[o + k] = cur_c if cur_c < total_cpus[i] else total_cpus[i]
             M[o + k] = cur_m if cur_m < total_mem[i] else total_mem[i]
             r += 1
         cnt[i] = k + 1
-        _zero_run(off, cnt, T, C, zs, ze, i)
+        _runs(off, cnt, T, C, total_cpus, zs, ze, bs, be, i)
         o += cap[i]
     meta[0] = o
-    meta[1] = e
     return o
 
 
-def _zero_run(off, cnt, T, C, zs, ze, node: int):
-    """The node's first run of slots with no free CPU, into zs/ze."""
+def _runs(off, cnt, T, C, tot, zs, ze, bs, be, node: int):
+    """The node's first run of slots with no free CPU (zs/ze) and its first run
+    of slots with fewer than ``tot[node]`` free (bs/be)."""
     o = off[node]
     n = cnt[node]
+    full = tot[node]
     j = 0
     while j < n and C[o + j] > 0:
         j += 1
     if j == n:
         zs[node] = FOREVER
         ze[node] = FOREVER
-        return
-    zs[node] = T[o + j]
-    while j < n and C[o + j] <= 0:
+    else:
+        zs[node] = T[o + j]
+        while j < n and C[o + j] <= 0:
+            j += 1
+        ze[node] = T[o + j] if j < n else FOREVER
+    j = 0
+    while j < n and C[o + j] >= full:
         j += 1
-    ze[node] = T[o + j] if j < n else FOREVER
+    if j == n:
+        bs[node] = FOREVER
+        be[node] = FOREVER
+    else:
+        bs[node] = T[o + j]
+        while j < n and C[o + j] < full:
+            j += 1
+        be[node] = T[o + j] if j < n else FOREVER
 
 
 def tree_set(tzs, tze, size: int, pos: int, zsv: int, zev: int):
@@ -181,8 +205,8 @@ def tree_sync(tzs, tze, size: int, pos_of, zs, ze, dirty, lo: int, hi: int):
 
 
 def next_live(tzs, tze, size: int, p: int, s: int):
-    """The first position >= p whose node has a free CPU at slot s, or may have
-    (not inside its first zero run); ``size`` when there is none."""
+    """The first position >= p whose node may have room at slot s (is not inside
+    the run its leaf holds); ``size`` when there is none."""
     if p >= size:
         return size
     v = size + p
@@ -201,7 +225,7 @@ def next_live(tzs, tze, size: int, p: int, s: int):
         v += 1
 
 
-def _split(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node: int, slot: int):
+def _split(off, cnt, cap, T, C, M, ev_off, ev_cnt, ev_cap, ev_node, meta, node: int, slot: int):
     """Make ``slot`` start a segment of the node; return that segment's index (from off).
 
     The caller checked that the pool and the events have room.
@@ -232,16 +256,29 @@ def _split(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node: int, s
     C[o + j] = C[o + j - 1]
     M[o + j] = M[o + j - 1]
     cnt[node] = n + 1
-    e = meta[1]
-    ev_node[e] = node
-    ev_next[e] = ev_head[slot]
-    ev_head[slot] = e
-    meta[1] = e + 1
+    e = ev_cnt[slot]
+    if e == ev_cap[slot]:  # full: the slot's list moves to the end of the pool too
+        dest = meta[1]
+        for q in range(e):
+            ev_node[dest + q] = ev_node[ev_off[slot] + q]
+        ev_off[slot] = dest
+        ev_cap[slot] = 2 * e + 4
+        meta[1] = dest + 2 * e + 4
+    ev_node[ev_off[slot] + e] = node
+    ev_cnt[slot] = e + 1
     return j
 
 
-def reserve(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, zs, ze, dirty, node: int,
-            start: int, end: int, cpus: int, mem: int, nslots: int):
+def event_room(ev_cap, start: int, end: int, nslots: int):
+    """Pool entries a reservation over [start, end) may need for its two events."""
+    need = 2 * ev_cap[start] + 4
+    if end < nslots:
+        need += 2 * ev_cap[end] + 4
+    return need
+
+
+def reserve(off, cnt, cap, T, C, M, ev_off, ev_cnt, ev_cap, ev_node, meta, tot, zs, ze, bs, be,
+            dirty, node: int, start: int, end: int, cpus: int, mem: int, nslots: int):
     """Take ``cpus`` and ``mem`` from the node over slots [start, end).
 
     ``end`` >= nslots means for ever.  Negative amounts give back a
@@ -249,12 +286,12 @@ def reserve(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, zs, ze, dir
     change is applied anyway, so that the caller can give it back), or
     NO_ROOM (nothing changed) when the arrays must grow first.
     """
-    if meta[0] + 6 * cap[node] + 8 > len(T) or meta[1] + 2 > len(ev_node) \
-            or meta[2] + 1 > len(dirty):
+    if meta[0] + 6 * cap[node] + 8 > len(T) or meta[2] + 1 > len(dirty) \
+            or meta[1] + event_room(ev_cap, start, end, nslots) > len(ev_node):
         return NO_ROOM  # two splits may each move the node (2x, then 4x its room)
-    first = _split(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node, start)
+    first = _split(off, cnt, cap, T, C, M, ev_off, ev_cnt, ev_cap, ev_node, meta, node, start)
     if end < nslots:
-        stop = _split(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, node, end)
+        stop = _split(off, cnt, cap, T, C, M, ev_off, ev_cnt, ev_cap, ev_node, meta, node, end)
     else:
         stop = cnt[node]
     o = off[node]
@@ -264,7 +301,7 @@ def reserve(off, cnt, cap, T, C, M, ev_head, ev_next, ev_node, meta, zs, ze, dir
         M[q] -= mem
         if C[q] < 0 or M[q] < 0:
             ok = 0
-    _zero_run(off, cnt, T, C, zs, ze, node)
+    _runs(off, cnt, T, C, tot, zs, ze, bs, be, node)
     dirty[meta[2]] = node
     meta[2] += 1
     return ok
@@ -321,7 +358,7 @@ def _fill(off, cnt, T, C, M, i: int, start: int, end: int, nslots: int, wcpu, wm
                      exclusive, ntasks_per_node)
 
 
-def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_of, totals,
+def sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_of, totals,
           zs, ze, tzs, tze, size: int, wcpu, wmem, caps, first: int, length: int, nodes_min: int,
           ntasks: int, cpus_per_task: int, ntasks_per_node: int, mem_per_node: int,
           mem_per_cpu: int, exclusive: int, lazy: int, skip: int, out):
@@ -340,9 +377,11 @@ def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_
     the capacities at the slot found, for positions [out[1], filled); a
     node without room may hold values that leave it none (see _fill), or
     caps -1: *unknown*, not visited because it has no room at ``first``
-    (inside its zero run, per the tree ``tzs``/``tze`` of ``size`` leaves, or
-    before ``skip``).  An unknown node has no room until one of its own steps
-    leaves the run on the left, where the sweep visits it anyway.
+    (inside its run ``zs``/``ze``, per the tree ``tzs``/``tze`` of ``size``
+    leaves over those runs, or before ``skip``).  The runs are the nodes'
+    first runs without a free CPU, or for an exclusive job without every CPU
+    free.  An unknown node has no room until one of its own steps leaves the
+    run on the left, where the sweep visits it anyway.
     With ``lazy`` the first slot stops at the shortest prefix of ``order``
     that qualifies (place() never looks further), and starts at ``skip``:
     the caller knows the positions before it hold no task at ``first``
@@ -391,10 +430,11 @@ def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_
         # open-ended): free resources can only go down there.
         r = end - 1
         if r < nslots:
-            e = ev_head[r]
-            while e >= 0:
+            e = ev_off[r]
+            stop = e + ev_cnt[r]
+            while e < stop:
                 i = ev_node[e]
-                e = ev_next[e]
+                e += 1
                 p = pos_of[i]
                 if p < 0 or caps[p] < 0:
                     continue  # not a candidate, or unknown: no room, and only less now
@@ -422,13 +462,14 @@ def sweep(off, cnt, T, C, M, ev_head, ev_next, ev_node, nslots: int, order, pos_
         # The slot leaving on the left: where a node's profile steps at s,
         # its minimum may rise; recompute it over the new window.
         grew = 0
-        e = ev_head[s]
-        while e >= 0:
+        e = ev_off[s]
+        stop = e + ev_cnt[s]
+        while e < stop:
             i = ev_node[e]
-            e = ev_next[e]
+            e += 1
             p = pos_of[i]
             if p < 0 or (caps[p] < 0 and zs[i] <= s and s < ze[i]):
-                continue  # not a candidate, or unknown and still without a free CPU
+                continue  # not a candidate, or unknown and still inside its run
             o = off[i]
             j = o + segment(T, o, cnt[i], s)
             if T[j] != s:

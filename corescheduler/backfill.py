@@ -51,6 +51,7 @@ from plurm.corescheduler.scheduler import (
     Scheduler,
     StartJob,
 )
+from plurm.corescheduler.gcpause import collector_paused
 from plurm.corescheduler.gresplan import GresPlan
 from plurm.corescheduler.timeline import Candidates, Timeline
 
@@ -371,6 +372,7 @@ class _Planner:
         return not cands.required or cands.required.issubset(result[0])
 
 
+@collector_paused()
 def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], running: Iterable[Job],
                   now: float, params: BackfillParams | None = None,
                   cursor: BackfillCursor | None = None, kernel: ModuleType | None = None,
@@ -492,6 +494,7 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
     return result
 
 
+@collector_paused()
 def schedule_with_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]],
                            running: Iterable[Job], now: float,
                            params: BackfillParams | None = None,

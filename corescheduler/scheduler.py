@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from plurm import corescheduler
 from plurm.corescheduler import constraint as constraints
 from plurm.corescheduler import gres
+from plurm.corescheduler.gcpause import collector_paused
 from plurm.corescheduler.model import Job, JobSpec, Node, Partition
 
 # Slurm's pending reasons (squeue %r).
@@ -554,6 +555,7 @@ class Scheduler:
             self._shape[p.name] = (len(members), max((n.cpus for n in members), default=0),
                                    [n.cpus for n in members])
 
+    @collector_paused()
     def schedule(self, pending: list[tuple[Job, Demand]], now: float) -> list[StartJob]:
         """One pass over ``pending`` (already in priority order and eligible)."""
         self.prepare()

@@ -47,33 +47,40 @@ class Timeline:
         self.T = longs(2 * pool + 64)
         self.C = longs(2 * pool + 64)
         self.M = longs(2 * pool + 64)
-        self.ev_head = longs([-1] * max(nslots, 1))
-        self.ev_next = longs(len(releases) + 2 * n + 64)
-        self.ev_node = longs(len(releases) + 2 * n + 64)
+        # Per slot, the nodes with a step there (see _profile_py).
+        self.ev_off = longs(max(nslots, 1))
+        self.ev_cnt = longs(max(nslots, 1))
+        self.ev_cap = longs(max(nslots, 1))
+        self.ev_node = longs(2 * len(releases) + 8 * max(nslots, 1) + 64)
         self.meta = longs(3)
+        self.tot = longs(total_cpus)
         self.zs = longs(n)  # per node: its first run of slots with no free CPU
         self.ze = longs(n)
+        self.bs = longs(n)  # and its first run with some CPU in use (no exclusive job)
+        self.be = longs(n)
         self.dirty = longs(2 * n + 64)  # nodes changed by reservations, in order
         kernel.build(longs(free_cpus), longs(free_mem), longs(total_cpus), longs(total_mem),
                      longs([r[0] for r in releases]), longs([r[1] for r in releases]),
                      longs([r[2] for r in releases]), longs([r[3] for r in releases]),
-                     self.off, self.cnt, self.cap, self.T, self.C, self.M, self.ev_head,
-                     self.ev_next, self.ev_node, self.meta, self.zs, self.ze)
+                     self.off, self.cnt, self.cap, self.T, self.C, self.M, self.ev_off,
+                     self.ev_cnt, self.ev_cap, self.ev_node, self.meta, self.zs, self.ze, self.bs,
+                     self.be)
 
     def reserve(self, node: int, start: int, end: int, cpus: int, mem: int) -> bool:
         """Take ``cpus`` and ``mem`` from the node over [start, end) (end >= nslots: for ever;
         negative amounts give back).  False when it went below zero somewhere."""
         while True:
             ok = self.k.reserve(self.off, self.cnt, self.cap, self.T, self.C, self.M,
-                                self.ev_head, self.ev_next, self.ev_node, self.meta, self.zs,
-                                self.ze, self.dirty, node, start, end, cpus, mem, self.nslots)
+                                self.ev_off, self.ev_cnt, self.ev_cap, self.ev_node, self.meta,
+                                self.tot, self.zs, self.ze, self.bs, self.be, self.dirty, node,
+                                start, end, cpus, mem, self.nslots)
             if ok >= 0:
                 return bool(ok)
             need = self.meta[0] + 6 * self.cap[node] + 8
             for arr in (self.T, self.C, self.M):
                 _grow(arr, need)
-            for arr in (self.ev_next, self.ev_node):
-                _grow(arr, self.meta[1] + 2)
+            _grow(self.ev_node, self.meta[1]
+                  + self.k.event_room(self.ev_cap, start, end, self.nslots))
             _grow(self.dirty, self.meta[2] + 1)
 
     def window_min(self, node: int, start: int, end: int) -> tuple[int, int]:
@@ -88,19 +95,15 @@ class Timeline:
 
     def steps_at(self, slot: int) -> list[int]:
         """The nodes with a step at ``slot`` (the kernel's event list), sorted."""
-        found = []
-        e = self.ev_head[slot]
-        while e >= 0:
-            found.append(self.ev_node[e])
-            e = self.ev_next[e]
-        return sorted(found)
+        o = self.ev_off[slot]
+        return sorted(self.ev_node[o:o + self.ev_cnt[slot]])
 
 
 class Candidates:
     """The nodes one job may use, in preference order, as the kernels want them."""
 
     __slots__ = ("order", "order_list", "pos_of", "totals", "required", "wcpu", "wmem", "caps",
-                 "out", "size", "leaves", "tzs", "tze", "timeline", "applied")
+                 "out", "size", "leaves", "tzs", "tze", "tbs", "tbe", "timeline", "applied")
 
     def __init__(self, order: Sequence[int], nnodes: int, total_cpus: Sequence[int],
                  required: set[int] | frozenset[int] = frozenset()) -> None:
@@ -118,34 +121,43 @@ class Candidates:
         self.wmem = longs(len(order))
         self.caps = longs(len(order))
         self.out = longs(2)
-        # The zero-run tree (see _profile_py): built on first use against a timeline.
+        # The run trees (see _profile_py), built on first use against a timeline:
+        # over the runs without a free CPU, and without every CPU free (exclusive jobs).
         self.leaves = 1
         while self.leaves < max(len(order), 1):
             self.leaves *= 2
-        self.tzs = self.tze = longs(0)
+        self.tzs = self.tze = self.tbs = self.tbe = longs(0)
         self.timeline: Timeline | None = None
         self.applied = 0
 
+    def _build_tree(self, timeline: Timeline, starts: array, ends: array) -> tuple[array, array]:
+        # Padding leaves are skipped at any slot: (start 0, end FOREVER).
+        size = self.leaves
+        ts = longs(2 * size)
+        te = longs([timeline.k.FOREVER] * (2 * size))
+        for p in range(self.size):
+            i = self.order[p]
+            ts[size + p] = starts[i]
+            te[size + p] = ends[i]
+        for v in range(size - 1, 0, -1):
+            ts[v] = max(ts[2 * v], ts[2 * v + 1])
+            te[v] = min(te[2 * v], te[2 * v + 1])
+        return ts, te
+
     def _tree(self, timeline: Timeline) -> None:
-        """Bring the zero-run tree up to date with the timeline's changes."""
-        k = timeline.k
-        if self.timeline is not timeline:
-            self.timeline = timeline
-            # Padding leaves are skipped at any slot: (zs 0, ze FOREVER).
-            self.tzs = longs(2 * self.leaves)
-            self.tze = longs([k.FOREVER] * (2 * self.leaves))
-            for p in range(self.size):
-                i = self.order[p]
-                self.tzs[self.leaves + p] = timeline.zs[i]
-                self.tze[self.leaves + p] = timeline.ze[i]
-            for v in range(self.leaves - 1, 0, -1):
-                self.tzs[v] = max(self.tzs[2 * v], self.tzs[2 * v + 1])
-                self.tze[v] = min(self.tze[2 * v], self.tze[2 * v + 1])
-            self.applied = timeline.meta[2]
-        elif self.applied < timeline.meta[2]:
-            k.tree_sync(self.tzs, self.tze, self.leaves, self.pos_of, timeline.zs, timeline.ze,
-                        timeline.dirty, self.applied, timeline.meta[2])
-            self.applied = timeline.meta[2]
+        """Bring the run trees up to date with the timeline's changes."""
+        t = timeline
+        if self.timeline is not t:
+            self.timeline = t
+            self.tzs, self.tze = self._build_tree(t, t.zs, t.ze)
+            self.tbs, self.tbe = self._build_tree(t, t.bs, t.be)
+            self.applied = t.meta[2]
+        elif self.applied < t.meta[2]:
+            t.k.tree_sync(self.tzs, self.tze, self.leaves, self.pos_of, t.zs, t.ze, t.dirty,
+                          self.applied, t.meta[2])
+            t.k.tree_sync(self.tbs, self.tbe, self.leaves, self.pos_of, t.bs, t.be, t.dirty,
+                          self.applied, t.meta[2])
+            self.applied = t.meta[2]
 
     def sweep(self, timeline: Timeline, first: int, length: int, nodes_min: int, ntasks: int,
               cpus_per_task: int, ntasks_per_node: int, mem_per_node: int, mem_per_cpu: int,
@@ -153,9 +165,12 @@ class Candidates:
         """The kernel's sweep over these candidates (see _profile_py.sweep)."""
         t = timeline
         self._tree(t)
-        return t.k.sweep(t.off, t.cnt, t.T, t.C, t.M, t.ev_head, t.ev_next, t.ev_node, t.nslots,
-                         self.order, self.pos_of, self.totals, t.zs, t.ze, self.tzs, self.tze,
-                         self.leaves,
-                         self.wcpu, self.wmem, self.caps,
+        if exclusive:
+            starts, ends, tstarts, tends = t.bs, t.be, self.tbs, self.tbe
+        else:
+            starts, ends, tstarts, tends = t.zs, t.ze, self.tzs, self.tze
+        return t.k.sweep(t.off, t.cnt, t.T, t.C, t.M, t.ev_off, t.ev_cnt, t.ev_node, t.nslots,
+                         self.order, self.pos_of, self.totals, starts, ends, tstarts, tends,
+                         self.leaves, self.wcpu, self.wmem, self.caps,
                          first, length, nodes_min, ntasks, cpus_per_task, ntasks_per_node,
                          mem_per_node, mem_per_cpu, exclusive, lazy, skip, self.out)

@@ -284,7 +284,7 @@ def test_kernel_twins_agree_on_random_profiles(data) -> None:
     order = data.draw(st.permutations(list(range(nnodes))))
     outs = []
     for k in KERNELS:
-        t = Timeline(k, free_c, free_m, [99] * nnodes, [99_999] * nnodes, rel, nslots)
+        t = Timeline(k, free_c, free_m, [8] * nnodes, [99_999] * nnodes, rel, nslots)
         out = []
         for node, s0, length, c, m in ops:
             s0 = min(s0, nslots - 1)
@@ -310,7 +310,8 @@ def test_sweep_finds_the_earliest_slot_by_brute_force(k, data) -> None:
     totals = data.draw(st.lists(st.sampled_from([2, 4, 8]), min_size=nnodes, max_size=nnodes))
     free_c = [data.draw(st.sampled_from([0, t // 2, t])) for t in totals]
     free_m = data.draw(st.lists(st.sampled_from([0, 2000, 2000]), min_size=nnodes, max_size=nnodes))
-    t = Timeline(k, free_c, free_m, [99] * nnodes, [99_999] * nnodes, [], nslots)
+    # The candidates' CPU counts are the timeline's (an exclusive job's runs use them).
+    t = Timeline(k, free_c, free_m, totals, [99_999] * nnodes, [], nslots)
     for node, s0, length, c, m in data.draw(st.lists(st.tuples(
             st.integers(0, nnodes - 1), st.integers(0, nslots - 1), st.integers(1, nslots + 3),
             st.sampled_from([-4, -2, 2, 4]), st.sampled_from([0, 0, 500, -500])), max_size=10)):
@@ -391,3 +392,36 @@ def test_zero_run_tree_finds_the_next_node_that_may_have_room(data) -> None:
         for s in (0, 2, 5, 8, 12):
             want = next((q for q in range(start, n) if not runs[q][0] <= s < runs[q][1]), n)
             assert min(_profile_py.next_live(tzs, tze, size, start, s), n) == want
+
+
+@pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.__name__.rsplit(".", 1)[-1])
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_runs_follow_the_profile(k, data) -> None:
+    """After any reservations, each node's first run without a free CPU (zs, ze) and its
+    first run without every CPU free (bs, be) are those of its step function."""
+    forever = _profile_py.FOREVER
+    nnodes = data.draw(st.integers(1, 4))
+    nslots = data.draw(st.integers(2, 30))
+    totals = data.draw(st.lists(st.sampled_from([2, 4]), min_size=nnodes, max_size=nnodes))
+    free_c = [data.draw(st.integers(0, t)) for t in totals]
+    rel = sorted(data.draw(st.lists(st.tuples(st.integers(0, nnodes - 1),
+                                              st.integers(1, nslots - 1), st.integers(0, 2),
+                                              st.just(0)), max_size=6)))
+    t = Timeline(k, free_c, [1000] * nnodes, totals, [1000] * nnodes, rel, nslots)
+    for node, s0, length, c in data.draw(st.lists(st.tuples(
+            st.integers(0, nnodes - 1), st.integers(0, nslots - 1), st.integers(1, nslots + 3),
+            st.sampled_from([-2, -1, 1, 2])), max_size=10)):
+        t.reserve(node, s0, s0 + length, c, 0)
+    for i in range(nnodes):
+        starts, cpus, _ = t.segments(i)
+        for kind, (lo, hi), low in (("zero", (t.zs[i], t.ze[i]), lambda c: c <= 0),
+                                    ("busy", (t.bs[i], t.be[i]), lambda c: c < totals[i])):
+            # Slot nslots lies in the last segment, which runs for ever: a run
+            # that reaches it never ends.
+            slots = [s for s in range(nslots + 1)
+                     if low(cpus[max(j for j, x in enumerate(starts) if x <= s)])]
+            want_lo = slots[0] if slots else forever
+            gaps = [s for s in range(want_lo, nslots + 1) if s not in slots]
+            want_hi = gaps[0] if slots and gaps else forever
+            assert (kind, lo, hi) == (kind, want_lo, want_hi), (starts, cpus)
