@@ -3,6 +3,18 @@
 cimport cython
 
 
+cdef class Views:
+    cdef long[::1] off, cnt, cap, T, C, M, ev_off, ev_cnt, ev_cap, ev_node, meta, tot, zs, ze
+    cdef long[::1] bs, be, dirty
+    cdef public long nslots
+
+
+cdef class Cands:
+    cdef long[::1] order, pos_of, totals, wcpu, wmem, caps, out, tzs, tze, tbs, tbe
+    cdef public Py_ssize_t leaves
+    cdef public Py_ssize_t applied
+
+
 cpdef long capacity(long free_cpus, long free_mem, long total_cpus, long cpus_per_task,
                     long mem_per_node, long mem_per_cpu, int exclusive, long ntasks_per_node)
 
@@ -52,9 +64,12 @@ cdef Py_ssize_t _split(long[::1] off, long[::1] cnt, long[::1] cap, long[::1] T,
 @cython.locals(need=cython.long)
 cpdef long event_room(long[::1] ev_cap, long start, long end, long nslots) except -1
 
+cpdef int reserve(Views v, Py_ssize_t node, long start, long end, long cpus,
+                  long mem) except -3
+
 @cython.locals(first=cython.Py_ssize_t, stop=cython.Py_ssize_t, o=cython.Py_ssize_t,
                q=cython.Py_ssize_t, ok=cython.int)
-cpdef int reserve(long[::1] off, long[::1] cnt, long[::1] cap, long[::1] T, long[::1] C,
+cdef int _reserve(long[::1] off, long[::1] cnt, long[::1] cap, long[::1] T, long[::1] C,
                   long[::1] M, long[::1] ev_off, long[::1] ev_cnt, long[::1] ev_cap,
                   long[::1] ev_node, long[::1] meta, long[::1] tot, long[::1] zs, long[::1] ze, long[::1] bs,
                   long[::1] be, long[::1] dirty, Py_ssize_t node, long start, long end,
@@ -65,8 +80,10 @@ cdef inline void _run_min(long[::1] T, long[::1] C, long[::1] M, Py_ssize_t j, P
                           long end, long nslots, long[::1] wcpu, long[::1] wmem,
                           Py_ssize_t p) noexcept
 
+cpdef tuple window_min(Views v, Py_ssize_t node, long start, long end)
+
 @cython.locals(o=cython.Py_ssize_t)
-cpdef tuple window_min(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
+cdef tuple _window_min(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
                        Py_ssize_t node, long start, long end, long nslots)
 
 @cython.locals(o=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, lc=cython.long,
@@ -82,7 +99,7 @@ cdef inline long _fill(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, l
                cap=cython.long, s=cython.long, r=cython.long, e=cython.Py_ssize_t,
                o=cython.Py_ssize_t, j=cython.Py_ssize_t, lc=cython.long, lm=cython.long,
                grew=cython.int, stop=cython.Py_ssize_t)
-cpdef tuple sweep(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
+cdef tuple _sweep(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
                   long[::1] ev_off, long[::1] ev_cnt, long[::1] ev_node, long nslots,
                   long[::1] order, long[::1] pos_of, long[::1] totals, long[::1] zs,
                   long[::1] ze, long[::1] tzs,
@@ -91,7 +108,13 @@ cpdef tuple sweep(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[:
                   long ntasks, long cpus_per_task, long ntasks_per_node, long mem_per_node,
                   long mem_per_cpu, int exclusive, int lazy, Py_ssize_t skip, long[::1] out)
 
+cpdef tuple sweep(Views v, Cands c, long first, long length, long nodes_min, long ntasks,
+                  long cpus_per_task, long ntasks_per_node, long mem_per_node, long mem_per_cpu,
+                  int exclusive, int lazy, Py_ssize_t skip)
+
+cpdef tuple compact(Cands c, Py_ssize_t lo, Py_ssize_t hi, long nodes_min, long ntasks)
+
 @cython.locals(pos=list, cs=list, ms=list, ts=list, count=cython.long, total=cython.long,
                p=cython.Py_ssize_t)
-cpdef tuple compact(long[::1] caps, long[::1] wcpu, long[::1] wmem, long[::1] totals,
+cdef tuple _compact(long[::1] caps, long[::1] wcpu, long[::1] wmem, long[::1] totals,
                     Py_ssize_t lo, Py_ssize_t hi, long nodes_min, long ntasks)

@@ -50,6 +50,64 @@ NO_ROOM = -2  # a kernel that would outgrow the arrays changes nothing and says 
 FOREVER = 1 << 40  # a slot past any window
 
 
+class Views:
+    """One timeline's arrays, as the kernel functions take them.
+
+    Compiled, a cdef class of typed memoryviews, built once (and again only
+    after the arrays grow): a call then passes one object instead of
+    acquiring a buffer for each of seventeen arrays, which cost more than
+    a typical reservation itself.  The owner must drop it before it resizes
+    an array (an array exporting a buffer cannot grow).
+    """
+
+    def __init__(self, off, cnt, cap, T, C, M, ev_off, ev_cnt, ev_cap, ev_node, meta, tot, zs,
+                 ze, bs, be, dirty, nslots: int):
+        self.off = off
+        self.cnt = cnt
+        self.cap = cap
+        self.T = T
+        self.C = C
+        self.M = M
+        self.ev_off = ev_off
+        self.ev_cnt = ev_cnt
+        self.ev_cap = ev_cap
+        self.ev_node = ev_node
+        self.meta = meta
+        self.tot = tot
+        self.zs = zs
+        self.ze = ze
+        self.bs = bs
+        self.be = be
+        self.dirty = dirty
+        self.nslots = nslots
+
+
+class Cands:
+    """One candidate list's arrays (by position), as the sweep takes them (see Views).
+
+    ``order``, ``pos_of`` and ``totals`` describe the list; ``wcpu``, ``wmem``,
+    ``caps`` and ``out`` are the sweep's results; ``tzs``/``tze`` and
+    ``tbs``/``tbe`` the two run trees of ``leaves`` leaves, up to date with
+    the timeline's first ``applied`` logged changes.
+    """
+
+    def __init__(self, order, pos_of, totals, wcpu, wmem, caps, out, tzs, tze, tbs, tbe,
+                 leaves: int, applied: int):
+        self.order = order
+        self.pos_of = pos_of
+        self.totals = totals
+        self.wcpu = wcpu
+        self.wmem = wmem
+        self.caps = caps
+        self.out = out
+        self.tzs = tzs
+        self.tze = tze
+        self.tbs = tbs
+        self.tbe = tbe
+        self.leaves = leaves
+        self.applied = applied
+
+
 def capacity(free_cpus: int, free_mem: int, total_cpus: int, cpus_per_task: int,
              mem_per_node: int, mem_per_cpu: int, exclusive: int, ntasks_per_node: int):
     """Tasks of the job that fit on a node with these free resources (0: none).
@@ -277,8 +335,15 @@ def event_room(ev_cap, start: int, end: int, nslots: int):
     return need
 
 
-def reserve(off, cnt, cap, T, C, M, ev_off, ev_cnt, ev_cap, ev_node, meta, tot, zs, ze, bs, be,
-            dirty, node: int, start: int, end: int, cpus: int, mem: int, nslots: int):
+def reserve(v, node: int, start: int, end: int, cpus: int, mem: int):
+    """Take ``cpus`` and ``mem`` from the node over slots [start, end) (see _reserve)."""
+    return _reserve(v.off, v.cnt, v.cap, v.T, v.C, v.M, v.ev_off, v.ev_cnt, v.ev_cap, v.ev_node,
+                    v.meta, v.tot, v.zs, v.ze, v.bs, v.be, v.dirty, node, start, end, cpus, mem,
+                    v.nslots)
+
+
+def _reserve(off, cnt, cap, T, C, M, ev_off, ev_cnt, ev_cap, ev_node, meta, tot, zs, ze, bs, be,
+             dirty, node: int, start: int, end: int, cpus: int, mem: int, nslots: int):
     """Take ``cpus`` and ``mem`` from the node over slots [start, end).
 
     ``end`` >= nslots means for ever.  Negative amounts give back a
@@ -322,8 +387,12 @@ def _run_min(T, C, M, j: int, k: int, end: int, nslots: int, wcpu, wmem, p: int)
     wmem[p] = lm
 
 
-def window_min(off, cnt, T, C, M, node: int, start: int, end: int, nslots: int):
+def window_min(v, node: int, start: int, end: int):
     """(min free CPUs, min free memory) of one node over slots [start, end)."""
+    return _window_min(v.off, v.cnt, v.T, v.C, v.M, node, start, end, v.nslots)
+
+
+def _window_min(off, cnt, T, C, M, node: int, start: int, end: int, nslots: int):
     o = off[node]
     cpus = array("l", [0])
     mem = array("l", [0])
@@ -358,10 +427,34 @@ def _fill(off, cnt, T, C, M, i: int, start: int, end: int, nslots: int, wcpu, wm
                      exclusive, ntasks_per_node)
 
 
-def sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_of, totals,
-          zs, ze, tzs, tze, size: int, wcpu, wmem, caps, first: int, length: int, nodes_min: int,
-          ntasks: int, cpus_per_task: int, ntasks_per_node: int, mem_per_node: int,
-          mem_per_cpu: int, exclusive: int, lazy: int, skip: int, out):
+def sweep(v, c, first: int, length: int, nodes_min: int, ntasks: int, cpus_per_task: int,
+          ntasks_per_node: int, mem_per_node: int, mem_per_cpu: int, exclusive: int, lazy: int,
+          skip: int):
+    """The earliest start of a job over the candidates ``c`` (see _sweep).
+
+    Brings the candidates' run trees up to date with the timeline's logged
+    changes first, and sweeps with the runs that fit the job: without a
+    free CPU, or for an exclusive job without every CPU free.
+    """
+    if c.applied < v.meta[2]:
+        tree_sync(c.tzs, c.tze, c.leaves, c.pos_of, v.zs, v.ze, v.dirty, c.applied, v.meta[2])
+        tree_sync(c.tbs, c.tbe, c.leaves, c.pos_of, v.bs, v.be, v.dirty, c.applied, v.meta[2])
+        c.applied = v.meta[2]
+    if exclusive:
+        return _sweep(v.off, v.cnt, v.T, v.C, v.M, v.ev_off, v.ev_cnt, v.ev_node, v.nslots,
+                      c.order, c.pos_of, c.totals, v.bs, v.be, c.tbs, c.tbe, c.leaves, c.wcpu,
+                      c.wmem, c.caps, first, length, nodes_min, ntasks, cpus_per_task,
+                      ntasks_per_node, mem_per_node, mem_per_cpu, exclusive, lazy, skip, c.out)
+    return _sweep(v.off, v.cnt, v.T, v.C, v.M, v.ev_off, v.ev_cnt, v.ev_node, v.nslots,
+                  c.order, c.pos_of, c.totals, v.zs, v.ze, c.tzs, c.tze, c.leaves, c.wcpu,
+                  c.wmem, c.caps, first, length, nodes_min, ntasks, cpus_per_task,
+                  ntasks_per_node, mem_per_node, mem_per_cpu, exclusive, lazy, skip, c.out)
+
+
+def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_of, totals,
+           zs, ze, tzs, tze, size: int, wcpu, wmem, caps, first: int, length: int,
+           nodes_min: int, ntasks: int, cpus_per_task: int, ntasks_per_node: int,
+           mem_per_node: int, mem_per_cpu: int, exclusive: int, lazy: int, skip: int, out):
     """Earliest slot >= ``first`` where the job could hold its nodes for ``length`` slots.
 
     ``order`` lists the ``n`` candidate nodes in preference order, ``pos_of``
@@ -500,7 +593,12 @@ def sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_of
     return -1, 0
 
 
-def compact(caps, wcpu, wmem, totals, lo: int, hi: int, nodes_min: int, ntasks: int):
+def compact(c, lo: int, hi: int, nodes_min: int, ntasks: int):
+    """The positions in [lo, hi) of the candidates ``c`` with room after a sweep (_compact)."""
+    return _compact(c.caps, c.wcpu, c.wmem, c.totals, lo, hi, nodes_min, ntasks)
+
+
+def _compact(caps, wcpu, wmem, totals, lo: int, hi: int, nodes_min: int, ntasks: int):
     """The positions in [lo, hi) with room, as lists for place(): (positions, cpus, mem, totals).
 
     Stops once the prefix holds the job: backfill's place() takes nodes in

@@ -318,9 +318,8 @@ class _Planner:
             if slot < 0:
                 return -1, None, -1
             room = cands.out[0]
-            positions, cpus, mem, totals = self.k.compact(
-                cands.caps, cands.wcpu, cands.wmem, cands.totals, cands.out[1], filled, nodes_min,
-                enough)
+            positions, cpus, mem, totals = self.k.compact(cands.views, cands.out[1], filled,
+                                                          nodes_min, enough)
             picks: dict[int, dict[str, list[int]]] = {}
             if demand.gres:
                 for q, pos in enumerate(positions):

@@ -65,28 +65,32 @@ class Timeline:
                      self.off, self.cnt, self.cap, self.T, self.C, self.M, self.ev_off,
                      self.ev_cnt, self.ev_cap, self.ev_node, self.meta, self.zs, self.ze, self.bs,
                      self.be)
+        self.v = self._views()
+
+    def _views(self):  # the kernel's Views of the arrays (see _profile_py.Views)
+        return self.k.Views(self.off, self.cnt, self.cap, self.T, self.C, self.M, self.ev_off,
+                            self.ev_cnt, self.ev_cap, self.ev_node, self.meta, self.tot, self.zs,
+                            self.ze, self.bs, self.be, self.dirty, self.nslots)
 
     def reserve(self, node: int, start: int, end: int, cpus: int, mem: int) -> bool:
         """Take ``cpus`` and ``mem`` from the node over [start, end) (end >= nslots: for ever;
         negative amounts give back).  False when it went below zero somewhere."""
         while True:
-            ok = self.k.reserve(self.off, self.cnt, self.cap, self.T, self.C, self.M,
-                                self.ev_off, self.ev_cnt, self.ev_cap, self.ev_node, self.meta,
-                                self.tot, self.zs, self.ze, self.bs, self.be, self.dirty, node,
-                                start, end, cpus, mem, self.nslots)
+            ok = self.k.reserve(self.v, node, start, end, cpus, mem)
             if ok >= 0:
                 return bool(ok)
+            self.v = None  # release the buffers, or the arrays cannot grow
             need = self.meta[0] + 6 * self.cap[node] + 8
             for arr in (self.T, self.C, self.M):
                 _grow(arr, need)
             _grow(self.ev_node, self.meta[1]
                   + self.k.event_room(self.ev_cap, start, end, self.nslots))
             _grow(self.dirty, self.meta[2] + 1)
+            self.v = self._views()
 
     def window_min(self, node: int, start: int, end: int) -> tuple[int, int]:
         """(min free CPUs, min free memory) of the node over [start, end)."""
-        return self.k.window_min(self.off, self.cnt, self.T, self.C, self.M, node, start, end,
-                                 self.nslots)
+        return self.k.window_min(self.v, node, start, end)
 
     def segments(self, node: int) -> tuple[list[int], list[int], list[int]]:
         """The node's step function: (start slots, free CPUs, free memory)."""
@@ -103,7 +107,7 @@ class Candidates:
     """The nodes one job may use, in preference order, as the kernels want them."""
 
     __slots__ = ("order", "order_list", "pos_of", "totals", "required", "wcpu", "wmem", "caps",
-                 "out", "size", "leaves", "tzs", "tze", "tbs", "tbe", "timeline", "applied")
+                 "out", "size", "leaves", "tzs", "tze", "tbs", "tbe", "timeline", "views")
 
     def __init__(self, order: Sequence[int], nnodes: int, total_cpus: Sequence[int],
                  required: set[int] | frozenset[int] = frozenset()) -> None:
@@ -128,7 +132,7 @@ class Candidates:
             self.leaves *= 2
         self.tzs = self.tze = self.tbs = self.tbe = longs(0)
         self.timeline: Timeline | None = None
-        self.applied = 0
+        self.views = None  # the kernel's Cands over these arrays, with the trees
 
     def _build_tree(self, timeline: Timeline, starts: array, ends: array) -> tuple[array, array]:
         # Padding leaves are skipped at any slot: (start 0, end FOREVER).
@@ -144,33 +148,23 @@ class Candidates:
             te[v] = min(te[2 * v], te[2 * v + 1])
         return ts, te
 
-    def _tree(self, timeline: Timeline) -> None:
-        """Bring the run trees up to date with the timeline's changes."""
+    def bind(self, timeline: Timeline):
+        """The kernel's view of these candidates against ``timeline`` (trees built on first use;
+        the kernel's sweep keeps them up to date)."""
         t = timeline
         if self.timeline is not t:
             self.timeline = t
             self.tzs, self.tze = self._build_tree(t, t.zs, t.ze)
             self.tbs, self.tbe = self._build_tree(t, t.bs, t.be)
-            self.applied = t.meta[2]
-        elif self.applied < t.meta[2]:
-            t.k.tree_sync(self.tzs, self.tze, self.leaves, self.pos_of, t.zs, t.ze, t.dirty,
-                          self.applied, t.meta[2])
-            t.k.tree_sync(self.tbs, self.tbe, self.leaves, self.pos_of, t.bs, t.be, t.dirty,
-                          self.applied, t.meta[2])
-            self.applied = t.meta[2]
+            self.views = t.k.Cands(self.order, self.pos_of, self.totals, self.wcpu, self.wmem,
+                                   self.caps, self.out, self.tzs, self.tze, self.tbs, self.tbe,
+                                   self.leaves, t.meta[2])
+        return self.views
 
     def sweep(self, timeline: Timeline, first: int, length: int, nodes_min: int, ntasks: int,
               cpus_per_task: int, ntasks_per_node: int, mem_per_node: int, mem_per_cpu: int,
               exclusive: int, lazy: int, skip: int = 0) -> tuple[int, int]:
         """The kernel's sweep over these candidates (see _profile_py.sweep)."""
-        t = timeline
-        self._tree(t)
-        if exclusive:
-            starts, ends, tstarts, tends = t.bs, t.be, self.tbs, self.tbe
-        else:
-            starts, ends, tstarts, tends = t.zs, t.ze, self.tzs, self.tze
-        return t.k.sweep(t.off, t.cnt, t.T, t.C, t.M, t.ev_off, t.ev_cnt, t.ev_node, t.nslots,
-                         self.order, self.pos_of, self.totals, starts, ends, tstarts, tends,
-                         self.leaves, self.wcpu, self.wmem, self.caps,
-                         first, length, nodes_min, ntasks, cpus_per_task, ntasks_per_node,
-                         mem_per_node, mem_per_cpu, exclusive, lazy, skip, self.out)
+        return timeline.k.sweep(timeline.v, self.bind(timeline), first, length, nodes_min,
+                                ntasks, cpus_per_task, ntasks_per_node, mem_per_node,
+                                mem_per_cpu, exclusive, lazy, skip)
