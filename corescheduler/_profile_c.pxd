@@ -29,7 +29,7 @@ cdef inline Py_ssize_t segment(long[::1] T, Py_ssize_t o, Py_ssize_t n, long slo
 @cython.locals(n=cython.Py_ssize_t, nrel=cython.Py_ssize_t, nslots=cython.Py_ssize_t,
                r=cython.Py_ssize_t, i=cython.Py_ssize_t, o=cython.Py_ssize_t,
                e=cython.Py_ssize_t, k=cython.Py_ssize_t, cur_c=cython.long, cur_m=cython.long,
-               s=cython.long, last=cython.long)
+               s=cython.long, c=cython.long, m=cython.long)
 cpdef Py_ssize_t build(long[::1] free_cpus, long[::1] free_mem, long[::1] total_cpus,
                        long[::1] total_mem, long[::1] rel_node, long[::1] rel_slot,
                        long[::1] rel_cpus, long[::1] rel_mem, long[::1] off, long[::1] cnt,
@@ -61,6 +61,12 @@ cdef Py_ssize_t _split(long[::1] off, long[::1] cnt, long[::1] cap, long[::1] T,
                        long[::1] M, long[::1] ev_off, long[::1] ev_cnt, long[::1] ev_cap,
                        long[::1] ev_node, long[::1] meta, Py_ssize_t node, long slot) except -1
 
+@cython.locals(o=cython.Py_ssize_t, n=cython.Py_ssize_t, slot=cython.long, q=cython.Py_ssize_t,
+               e=cython.Py_ssize_t, last=cython.Py_ssize_t)
+cdef void _merge(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
+                 long[::1] ev_off, long[::1] ev_cnt, long[::1] ev_node, Py_ssize_t node,
+                 Py_ssize_t j) noexcept
+
 @cython.locals(need=cython.long)
 cpdef long event_room(long[::1] ev_cap, long start, long end, long nslots) except -1
 
@@ -86,12 +92,18 @@ cpdef tuple window_min(Views v, Py_ssize_t node, long start, long end)
 cdef tuple _window_min(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
                        Py_ssize_t node, long start, long end, long nslots)
 
-@cython.locals(o=cython.Py_ssize_t, j=cython.Py_ssize_t, k=cython.Py_ssize_t, lc=cython.long,
-               lm=cython.long)
+@cython.locals(o=cython.Py_ssize_t)
 cdef inline long _fill(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
-                Py_ssize_t i, long start, long end, long nslots, long[::1] wcpu,
-                long[::1] wmem, Py_ssize_t p, long total, long cpus_per_task, long mem_per_node,
-                long mem_per_cpu, int exclusive, long ntasks_per_node) noexcept
+                       Py_ssize_t i, long start, long end, long nslots, long[::1] wcpu,
+                       long[::1] wmem, Py_ssize_t p, long total, long cpus_per_task,
+                       long mem_per_node, long mem_per_cpu, int exclusive,
+                       long ntasks_per_node) noexcept
+
+@cython.locals(lc=cython.long, lm=cython.long)
+cdef inline long _fill_at(long[::1] T, long[::1] C, long[::1] M, Py_ssize_t j, Py_ssize_t k,
+                          long end, long nslots, long[::1] wcpu, long[::1] wmem, Py_ssize_t p,
+                          long total, long cpus_per_task, long mem_per_node, long mem_per_cpu,
+                          int exclusive, long ntasks_per_node) noexcept
 
 @cython.locals(n=cython.Py_ssize_t, count=cython.long, total=cython.long, end=cython.long,
                start_p=cython.Py_ssize_t, p=cython.Py_ssize_t, i=cython.Py_ssize_t,

@@ -186,20 +186,21 @@ def build(free_cpus, free_mem, total_cpus, total_mem, rel_node, rel_slot, rel_cp
         T[o] = 0
         C[o] = cur_c if cur_c < total_cpus[i] else total_cpus[i]
         M[o] = cur_m if cur_m < total_mem[i] else total_mem[i]
-        last = 0
         while r < nrel and rel_node[r] == i:
             s = rel_slot[r]
-            cur_c += rel_cpus[r]
-            cur_m += rel_mem[r]
-            if s != last:
+            while r < nrel and rel_node[r] == i and rel_slot[r] == s:
+                cur_c += rel_cpus[r]
+                cur_m += rel_mem[r]
+                r += 1
+            c = cur_c if cur_c < total_cpus[i] else total_cpus[i]
+            m = cur_m if cur_m < total_mem[i] else total_mem[i]
+            if c != C[o + k] or m != M[o + k]:  # a step only where something changes
                 k += 1
                 T[o + k] = s
+                C[o + k] = c
+                M[o + k] = m
                 ev_node[ev_off[s] + ev_cnt[s]] = i
                 ev_cnt[s] += 1
-                last = s
-            C[o + k] = cur_c if cur_c < total_cpus[i] else total_cpus[i]
-            M[o + k] = cur_m if cur_m < total_mem[i] else total_mem[i]
-            r += 1
         cnt[i] = k + 1
         _runs(off, cnt, T, C, total_cpus, zs, ze, bs, be, i)
         o += cap[i]
@@ -327,6 +328,26 @@ def _split(off, cnt, cap, T, C, M, ev_off, ev_cnt, ev_cap, ev_node, meta, node: 
     return j
 
 
+def _merge(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, node: int, j: int):
+    """Remove the node's segment j (> 0), equal to the one before it, and its event."""
+    o = off[node]
+    n = cnt[node]
+    slot = T[o + j]
+    for q in range(o + j, o + n - 1):
+        T[q] = T[q + 1]
+        C[q] = C[q + 1]
+        M[q] = M[q + 1]
+    cnt[node] = n - 1
+    e = ev_off[slot]
+    last = e + ev_cnt[slot] - 1
+    while e <= last:
+        if ev_node[e] == node:
+            ev_node[e] = ev_node[last]  # the list has no order: the last one takes its place
+            ev_cnt[slot] -= 1
+            return
+        e += 1
+
+
 def event_room(ev_cap, start: int, end: int, nslots: int):
     """Pool entries a reservation over [start, end) may need for its two events."""
     need = 2 * ev_cap[start] + 4
@@ -366,6 +387,12 @@ def _reserve(off, cnt, cap, T, C, M, ev_off, ev_cnt, ev_cap, ev_node, meta, tot,
         M[q] -= mem
         if C[q] < 0 or M[q] < 0:
             ok = 0
+    # A step that no longer changes anything goes (a job that takes exactly what
+    # another gives back): fewer segments to search, fewer events to walk.
+    if stop < cnt[node] and C[o + stop] == C[o + stop - 1] and M[o + stop] == M[o + stop - 1]:
+        _merge(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, node, stop)
+    if first > 0 and C[o + first] == C[o + first - 1] and M[o + first] == M[o + first - 1]:
+        _merge(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, node, first)
     _runs(off, cnt, T, C, tot, zs, ze, bs, be, node)
     dirty[meta[2]] = node
     meta[2] += 1
@@ -404,27 +431,47 @@ def _window_min(off, cnt, T, C, M, node: int, start: int, end: int, nslots: int)
 def _fill(off, cnt, T, C, M, i: int, start: int, end: int, nslots: int, wcpu, wmem, p: int,
           total: int, cpus_per_task: int, mem_per_node: int, mem_per_cpu: int, exclusive: int,
           ntasks_per_node: int):
-    """Node i's capacity for the job over [start, end); its minima into wcpu[p], wmem[p].
-
-    Shortcut: when the first slot alone leaves no room, the run cannot have
-    any, and that slot's values (an upper bound of the minima, giving
-    capacity 0 all the same) are stored without scanning the run.  The
-    sweep keeps this sound: such a value only goes down on the right, and
-    is recomputed when a segment no higher than it leaves on the left.
-    """
+    """Node i's capacity for the job over [start, end); its minima into wcpu[p], wmem[p]."""
     o = off[i]
-    k = o + cnt[i]
-    j = o + segment(T, o, cnt[i], start)
+    return _fill_at(T, C, M, o + segment(T, o, cnt[i], start), o + cnt[i], end, nslots, wcpu,
+                    wmem, p, total, cpus_per_task, mem_per_node, mem_per_cpu, exclusive,
+                    ntasks_per_node)
+
+
+def _fill_at(T, C, M, j: int, k: int, end: int, nslots: int, wcpu, wmem, p: int, total: int,
+             cpus_per_task: int, mem_per_node: int, mem_per_cpu: int, exclusive: int,
+             ntasks_per_node: int):
+    """_fill from the node's segment j (pool index; k: past its last).
+
+    Shortcut: once the minima so far leave no room, the run cannot have any,
+    and those values (an upper bound of the minima, giving capacity 0 all
+    the same) are stored without scanning the rest.  The sweep keeps this
+    sound: such a value stays an upper bound as the window slides (the true
+    minimum only goes down on the right), and is recomputed when a segment
+    no higher than it leaves on the left.
+    """
     lc = C[j]
     lm = M[j]
     if _capacity(lc, lm, total, cpus_per_task, mem_per_node, mem_per_cpu, exclusive,
-                ntasks_per_node) == 0:
+                 ntasks_per_node) == 0:
         wcpu[p] = lc
         wmem[p] = lm
         return 0
-    _run_min(T, C, M, j, k, end, nslots, wcpu, wmem, p)
-    return _capacity(wcpu[p], wmem[p], total, cpus_per_task, mem_per_node, mem_per_cpu,
-                     exclusive, ntasks_per_node)
+    j += 1
+    while j < k and (end >= nslots or T[j] < end):
+        if C[j] < lc or M[j] < lm:
+            if C[j] < lc:
+                lc = C[j]
+            if M[j] < lm:
+                lm = M[j]
+            if _capacity(lc, lm, total, cpus_per_task, mem_per_node, mem_per_cpu, exclusive,
+                         ntasks_per_node) == 0:
+                break
+        j += 1
+    wcpu[p] = lc
+    wmem[p] = lm
+    return _capacity(lc, lm, total, cpus_per_task, mem_per_node, mem_per_cpu, exclusive,
+                     ntasks_per_node)
 
 
 def sweep(v, c, first: int, length: int, nodes_min: int, ntasks: int, cpus_per_task: int,
@@ -529,8 +576,10 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
                 i = ev_node[e]
                 e += 1
                 p = pos_of[i]
-                if p < 0 or caps[p] < 0:
-                    continue  # not a candidate, or unknown: no room, and only less now
+                if p < 0 or caps[p] <= 0:
+                    # Not a candidate, or no room (unknown, or known): only less now.
+                    # A known node's stored minima stay an upper bound (see _fill_at).
+                    continue
                 o = off[i]
                 j = o + segment(T, o, cnt[i], r)
                 lc = wcpu[p]
@@ -571,8 +620,8 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
             # in both CPUs and memory, the minimum is still reached in the window.
             if caps[p] >= 0 and C[j - 1] > wcpu[p] and M[j - 1] > wmem[p]:
                 continue
-            cap = _fill(off, cnt, T, C, M, i, s, end, nslots, wcpu, wmem, p, totals[p],
-                        cpus_per_task, mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
+            cap = _fill_at(T, C, M, j, o + cnt[i], end, nslots, wcpu, wmem, p, totals[p],
+                           cpus_per_task, mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
             if cap != caps[p]:
                 if caps[p] > 0:
                     count -= 1

@@ -274,7 +274,19 @@ def test_kernel_reserve_and_window_min(kernel) -> None:
 def test_kernel_values_are_capped_at_the_node_size(kernel) -> None:
     """A job list that disagrees with the allocations never makes a node look bigger."""
     t = Timeline(kernel, [4], [100], [4], [100], [(0, 2, 4, 50)], 10)
-    assert t.segments(0) == ([0, 2], [4, 4], [100, 100])
+    assert t.segments(0) == ([0], [4], [100])  # nothing changes at 2: no step there
+    assert t.steps_at(2) == []
+
+
+def test_kernel_drops_steps_that_change_nothing(kernel) -> None:
+    """A reservation that takes exactly what a release gives back leaves no step behind."""
+    t = Timeline(kernel, [0, 0], [0, 0], [4, 4], [100, 100], [(0, 3, 4, 100), (1, 3, 4, 100)], 10)
+    assert t.reserve(0, 3, 6, 4, 100) is True
+    assert t.segments(0) == ([0, 6], [0, 4], [0, 100])
+    assert t.steps_at(3) == [1] and t.steps_at(6) == [0]
+    assert t.reserve(0, 3, 6, -4, -100) is True  # given back: as before
+    assert t.segments(0) == ([0, 3], [0, 4], [0, 100])
+    assert t.steps_at(3) == [0, 1] and t.steps_at(6) == []
 
 
 def test_kernel_arrays_grow_as_reservations_split_segments(kernel) -> None:

@@ -398,8 +398,9 @@ def test_zero_run_tree_finds_the_next_node_that_may_have_room(data) -> None:
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(data=st.data())
 def test_runs_follow_the_profile(k, data) -> None:
-    """After any reservations, each node's first run without a free CPU (zs, ze) and its
-    first run without every CPU free (bs, be) are those of its step function."""
+    """After any reservations, each node's steps all change something and are listed at
+    their slots, and its first run without a free CPU (zs, ze) and its first run without
+    every CPU free (bs, be) are those of its step function."""
     forever = _profile_py.FOREVER
     nnodes = data.draw(st.integers(1, 4))
     nslots = data.draw(st.integers(2, 30))
@@ -409,12 +410,15 @@ def test_runs_follow_the_profile(k, data) -> None:
                                               st.integers(1, nslots - 1), st.integers(0, 2),
                                               st.just(0)), max_size=6)))
     t = Timeline(k, free_c, [1000] * nnodes, totals, [1000] * nnodes, rel, nslots)
-    for node, s0, length, c in data.draw(st.lists(st.tuples(
+    for node, s0, length, c, m in data.draw(st.lists(st.tuples(
             st.integers(0, nnodes - 1), st.integers(0, nslots - 1), st.integers(1, nslots + 3),
-            st.sampled_from([-2, -1, 1, 2])), max_size=10)):
-        t.reserve(node, s0, s0 + length, c, 0)
+            st.sampled_from([-2, -1, 1, 2]), st.sampled_from([0, 0, 10, -10])), max_size=10)):
+        t.reserve(node, s0, s0 + length, c, m)
     for i in range(nnodes):
-        starts, cpus, _ = t.segments(i)
+        starts, cpus, mem = t.segments(i)
+        # Every step changes something, and the event lists name exactly the steps.
+        assert all((cpus[j], mem[j]) != (cpus[j - 1], mem[j - 1]) for j in range(1, len(starts)))
+        assert [s for s in range(nslots) if i in t.steps_at(s)] == starts[1:]
         for kind, (lo, hi), low in (("zero", (t.zs[i], t.ze[i]), lambda c: c <= 0),
                                     ("busy", (t.bs[i], t.be[i]), lambda c: c < totals[i])):
             # Slot nslots lies in the last segment, which runs for ever: a run
