@@ -92,18 +92,18 @@ cpdef tuple window_min(Views v, Py_ssize_t node, long start, long end)
 cdef tuple _window_min(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
                        Py_ssize_t node, long start, long end, long nslots)
 
-@cython.locals(o=cython.Py_ssize_t)
-cdef inline long _fill(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
-                       Py_ssize_t i, long start, long end, long nslots, long[::1] wcpu,
-                       long[::1] wmem, Py_ssize_t p, long total, long cpus_per_task,
-                       long mem_per_node, long mem_per_cpu, int exclusive,
-                       long ntasks_per_node) noexcept
-
 @cython.locals(lc=cython.long, lm=cython.long)
 cdef inline long _fill_at(long[::1] T, long[::1] C, long[::1] M, Py_ssize_t j, Py_ssize_t k,
                           long end, long nslots, long[::1] wcpu, long[::1] wmem, Py_ssize_t p,
                           long total, long cpus_per_task, long mem_per_node, long mem_per_cpu,
                           int exclusive, long ntasks_per_node) noexcept
+
+cdef inline bint _dead(long free_cpus, long total, int exclusive) noexcept
+
+@cython.locals(a=cython.Py_ssize_t, b=cython.Py_ssize_t)
+cdef void _learn_run(long[::1] T, long[::1] C, Py_ssize_t o, Py_ssize_t n, Py_ssize_t j,
+                     long total, int exclusive, long[::1] tzs, long[::1] tze, Py_ssize_t size,
+                     Py_ssize_t p) noexcept
 
 @cython.locals(n=cython.Py_ssize_t, count=cython.long, total=cython.long, end=cython.long,
                start_p=cython.Py_ssize_t, p=cython.Py_ssize_t, i=cython.Py_ssize_t,

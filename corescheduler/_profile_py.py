@@ -428,20 +428,11 @@ def _window_min(off, cnt, T, C, M, node: int, start: int, end: int, nslots: int)
     return cpus[0], mem[0]
 
 
-def _fill(off, cnt, T, C, M, i: int, start: int, end: int, nslots: int, wcpu, wmem, p: int,
-          total: int, cpus_per_task: int, mem_per_node: int, mem_per_cpu: int, exclusive: int,
-          ntasks_per_node: int):
-    """Node i's capacity for the job over [start, end); its minima into wcpu[p], wmem[p]."""
-    o = off[i]
-    return _fill_at(T, C, M, o + segment(T, o, cnt[i], start), o + cnt[i], end, nslots, wcpu,
-                    wmem, p, total, cpus_per_task, mem_per_node, mem_per_cpu, exclusive,
-                    ntasks_per_node)
-
-
 def _fill_at(T, C, M, j: int, k: int, end: int, nslots: int, wcpu, wmem, p: int, total: int,
              cpus_per_task: int, mem_per_node: int, mem_per_cpu: int, exclusive: int,
              ntasks_per_node: int):
-    """_fill from the node's segment j (pool index; k: past its last).
+    """A node's capacity for the job over [slot of its segment j, end); its minima into
+    wcpu[p], wmem[p].  ``j`` is a pool index, ``k`` one past the node's last segment.
 
     Shortcut: once the minima so far leave no room, the run cannot have any,
     and those values (an upper bound of the minima, giving capacity 0 all
@@ -498,6 +489,27 @@ def sweep(v, c, first: int, length: int, nodes_min: int, ntasks: int, cpus_per_t
                   ntasks_per_node, mem_per_node, mem_per_cpu, exclusive, lazy, skip, c.out)
 
 
+def _dead(free_cpus: int, total: int, exclusive: int):
+    """No job of the kind can use the node at a slot with these free CPUs."""
+    if exclusive:
+        return free_cpus < total
+    return free_cpus <= 0
+
+
+def _learn_run(T, C, o: int, n: int, j: int, total: int, exclusive: int, tzs, tze, size: int,
+               p: int):
+    """Set leaf p of a run tree to the run of dead segments around segment j (pool index;
+    the node's segments are T[o:o+n]).  Any such run keeps the tree sound: reservations
+    only shrink free resources, and a node given some back is reset from the timeline."""
+    a = j
+    while a > o and _dead(C[a - 1], total, exclusive):
+        a -= 1
+    b = j + 1
+    while b < o + n and _dead(C[b], total, exclusive):
+        b += 1
+    tree_set(tzs, tze, size, p, T[a], T[b] if b < o + n else FOREVER)
+
+
 def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_of, totals,
            zs, ze, tzs, tze, size: int, wcpu, wmem, caps, first: int, length: int,
            nodes_min: int, ntasks: int, cpus_per_task: int, ntasks_per_node: int,
@@ -515,13 +527,14 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
 
     On return ``wcpu``/``wmem``/``caps`` (by position) hold those minima and
     the capacities at the slot found, for positions [out[1], filled); a
-    node without room may hold values that leave it none (see _fill), or
-    caps -1: *unknown*, not visited because it has no room at ``first``
-    (inside its run ``zs``/``ze``, per the tree ``tzs``/``tze`` of ``size``
-    leaves over those runs, or before ``skip``).  The runs are the nodes'
-    first runs without a free CPU, or for an exclusive job without every CPU
-    free.  An unknown node has no room until one of its own steps leaves the
-    run on the left, where the sweep visits it anyway.
+    node without room may hold values that leave it none (see _fill_at), or
+    caps -1: *unknown*, not visited because it has no room at ``first``:
+    no free CPU there (for an exclusive job, not every CPU free: *dead*), per
+    its run ``zs``/``ze`` (the first such run), per the tree ``tzs``/``tze``
+    of ``size`` leaves (which holds one such run of each node, and learns
+    the one around ``first`` of any node it failed to skip), or before
+    ``skip``.  An unknown node has no room until one of its own steps brings
+    the left edge out of it, where the sweep visits it anyway.
     With ``lazy`` the first slot stops at the shortest prefix of ``order``
     that qualifies (place() never looks further), and starts at ``skip``:
     the caller knows the positions before it hold no task at ``first``
@@ -548,8 +561,17 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
         if p >= n:
             break
         i = order[p]
-        cap = _fill(off, cnt, T, C, M, i, first, end, nslots, wcpu, wmem, p, totals[p],
-                    cpus_per_task, mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
+        o = off[i]
+        j = o + segment(T, o, cnt[i], first)
+        if _dead(C[j], totals[p], exclusive):
+            # No room at the first slot, though the tree did not know: it learns
+            # the node's run around that slot, so that sweeps near it skip it.
+            _learn_run(T, C, o, cnt[i], j, totals[p], exclusive, tzs, tze, size, p)
+            caps[p] = -1
+            p += 1
+            continue
+        cap = _fill_at(T, C, M, j, o + cnt[i], end, nslots, wcpu, wmem, p, totals[p],
+                       cpus_per_task, mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
         caps[p] = cap
         if cap > 0:
             if out[0] < 0:
@@ -616,6 +638,8 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
             j = o + segment(T, o, cnt[i], s)
             if T[j] != s:
                 continue  # defensive: every entry marks a step
+            if caps[p] < 0 and _dead(C[j], totals[p], exclusive):
+                continue  # unknown, and the left edge still has no room
             # The slot leaving lay in segment j-1: if it was above the minimum
             # in both CPUs and memory, the minimum is still reached in the window.
             if caps[p] >= 0 and C[j - 1] > wcpu[p] and M[j - 1] > wmem[p]:

@@ -289,6 +289,17 @@ def test_kernel_drops_steps_that_change_nothing(kernel) -> None:
     assert t.steps_at(3) == [0, 1] and t.steps_at(6) == []
 
 
+def test_run_tree_learns_only_the_run_around_the_first_slot(kernel) -> None:
+    """A node with no room at a sweep's first slot (in a run the tree did not hold) is
+    skipped by later sweeps inside that run, and found again right after it."""
+    t = Timeline(kernel, [4], [100], [4], [100], [], 20)
+    t.reserve(0, 2, 4, 4, 0)
+    t.reserve(0, 6, 8, 4, 0)  # free: 4, 0 from 2, 4 from 4, 0 from 6, 4 from 8 on
+    cands = Candidates([0], 1, [4])
+    for first, want in ((6, 8), (8, 8), (9, 9), (7, 8), (3, 4), (0, 0)):
+        assert cands.sweep(t, first, 1, 1, 1, 1, 0, 0, 0, 0, 0)[0] == want, first
+
+
 def test_kernel_arrays_grow_as_reservations_split_segments(kernel) -> None:
     t = Timeline(kernel, [64], [64_000], [64], [64_000], [], 4000)
     for k in range(1500):  # far more steps than the room laid out at first
