@@ -124,6 +124,15 @@ cpdef tuple sweep(Views v, Cands c, long first, long length, long nodes_min, lon
                   long cpus_per_task, long ntasks_per_node, long mem_per_node, long mem_per_cpu,
                   int exclusive, int lazy, Py_ssize_t skip)
 
+cpdef object first_fit(Cands c, Py_ssize_t lo, Py_ssize_t hi, long nodes_min, long nodes_max,
+                       long ntasks, long ntasks_per_node)
+
+@cython.locals(limit=cython.Py_ssize_t, chosen=list, held=list, tasks=list, count=cython.Py_ssize_t,
+               total=cython.long, p=cython.Py_ssize_t, cap=cython.long, remaining=cython.long,
+               k=cython.Py_ssize_t)
+cdef object _first_fit(long[::1] caps, long[::1] order, Py_ssize_t lo, Py_ssize_t hi,
+                       long nodes_min, long nodes_max, long ntasks, long ntasks_per_node)
+
 cpdef tuple compact(Cands c, Py_ssize_t lo, Py_ssize_t hi, long nodes_min, long ntasks)
 
 @cython.locals(pos=list, cs=list, ms=list, ts=list, count=cython.long, total=cython.long,

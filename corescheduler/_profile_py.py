@@ -666,6 +666,54 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
     return -1, 0
 
 
+def first_fit(c, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks: int,
+              ntasks_per_node: int):
+    """place()'s first fit (_placement_py._first_fit) over the candidates ``c`` at the slot
+    a sweep found: (node indices, tasks per node), or None.
+
+    The sweep's capacities are exactly those place() computes from the
+    minima (with --ntasks-per-node: that many or none), so this takes the
+    same nodes, in preference order, and deals the tasks the same way,
+    without building lists for place() first.
+    """
+    return _first_fit(c.caps, c.order, lo, hi, nodes_min, nodes_max, ntasks, ntasks_per_node)
+
+
+def _first_fit(caps, order, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks: int,
+               ntasks_per_node: int):
+    if 0 < ntasks < nodes_min:
+        nodes_min = ntasks  # as place(): every chosen node runs a task
+    limit = nodes_max if nodes_max > 0 else hi - lo
+    chosen = []
+    held = []
+    count = 0
+    total = 0
+    for p in range(lo, hi):
+        cap = caps[p]
+        if cap <= 0:
+            continue
+        chosen.append(order[p])
+        held.append(cap)
+        count += 1
+        total += cap
+        if (count >= nodes_min and total >= ntasks) or count >= limit:
+            break
+    if count < nodes_min or total < ntasks:
+        return None
+    if ntasks_per_node > 0:
+        return chosen, held
+    tasks = [0] * count
+    remaining = ntasks
+    while remaining > 0:  # round-robin, as place() deals them
+        for k in range(count):
+            if remaining == 0:
+                break
+            if tasks[k] < held[k]:
+                tasks[k] += 1
+                remaining -= 1
+    return chosen, tasks
+
+
 def compact(c, lo: int, hi: int, nodes_min: int, ntasks: int):
     """The positions in [lo, hi) of the candidates ``c`` with room after a sweep (_compact)."""
     return _compact(c.caps, c.wcpu, c.wmem, c.totals, lo, hi, nodes_min, ntasks)

@@ -217,18 +217,19 @@ class Profile:
     def reserve(self, alloc: Allocation, start: int, end: int, sign: int = 1) -> bool:
         """Hold (sign -1: give back) an allocation over [start, end), its GRES units
         included; False if it did not fit."""
+        index = self.index
+        nodes = [index[name] for name in alloc.nodes]
         ok = True
         reserve = self.timeline.reserve
-        index = self.index
-        for k, (name, c, m) in enumerate(zip(alloc.nodes, alloc.cpus, alloc.mem)):
-            i = index[name]
+        for i, c, m in zip(nodes, alloc.cpus, alloc.mem):
             ok &= reserve(i, start, end, sign * c, sign * m)
-            if k < len(alloc.gres) and alloc.gres[k]:
+        for i, units in zip(nodes, alloc.gres):
+            if units:
                 if sign < 0:
-                    self.gres.release(i, alloc.gres[k], start, end)
+                    self.gres.release(i, units, start, end)
                 else:
-                    ok &= self.gres.free_over(i, alloc.gres[k], start, end)
-                    self.gres.hold(i, alloc.gres[k], start, end)
+                    ok &= self.gres.free_over(i, units, start, end)
+                    self.gres.hold(i, units, start, end)
         return ok
 
     def hold(self, alloc: Allocation, start: int, end: int) -> None:
@@ -282,6 +283,7 @@ class _Planner:
         # Free resources now only change when a job starts: a shape that fits them
         # keeps fitting until the next start (shape -> starts counted when it did).
         self.fits_now: dict[tuple, int] = {}
+        self.why: dict[tuple, str | None] = {}  # partition_reason by (partition, shape, limit)
 
     def candidates(self, partition: Partition, demand: Demand) -> Candidates:
         key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes),
@@ -291,6 +293,26 @@ class _Planner:
             cands = _candidates(self.s, self.p.names, self.p.index, self.pref, partition, demand)
             self.cands[key] = cands
         return cands
+
+    def shape(self, job: Job, demand: Demand) -> tuple[Candidates, tuple, int] | None:
+        """(candidates, key shared by identical jobs, length in slots) for a job, or None
+        when backfill leaves it alone: the partition refuses it (the main pass gave the
+        reason) or it would share CPUs (OverSubscribe: the main pass places it)."""
+        partition = self.s.partitions.get(job.partition)
+        if partition is None or demand.oversubscribe:
+            return None
+        # partition_reason is O(partition nodes); it depends on nothing but these.
+        why_key = (job.partition, _demand_key(demand), job.time_limit)
+        if why_key in self.why:
+            why = self.why[why_key]
+        else:
+            why = self.why[why_key] = self.s.partition_reason(job, demand, partition)
+        if why is not None:
+            return None
+        length = self.p.slots_for(job.time_limit)
+        key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes),
+               tuple(demand.gres), _demand_key(demand), length)
+        return self.candidates(partition, demand), key, length
 
     def find(self, cands: Candidates, demand: Demand, length: int, first: int,
              skip: int = 0) -> tuple[int, Allocation | None, int]:
@@ -309,48 +331,65 @@ class _Planner:
         # A GRES job looks at every candidate with room at a slot (its units are
         # checked after the sweep, which only counts CPUs and memory).
         lazy = 0 if demand.gres else 1
-        enough = (1 << 60) if demand.gres else demand.ntasks
         while first < p.nslots:
-            slot, filled = cands.sweep(timeline, first, length, nodes_min, demand.ntasks,
-                                       demand.cpus_per_task, demand.ntasks_per_node,
-                                       demand.mem_per_node, demand.mem_per_cpu, exclusive, lazy,
-                                       skip)
+            slot, filled = self.k.sweep(timeline.v, cands.bind(timeline), first, length,
+                                        nodes_min, demand.ntasks, demand.cpus_per_task,
+                                        demand.ntasks_per_node, demand.mem_per_node,
+                                        demand.mem_per_cpu, exclusive, lazy, skip)
             if slot < 0:
                 return -1, None, -1
             room = cands.out[0]
-            positions, cpus, mem, totals = self.k.compact(cands.views, cands.out[1], filled,
-                                                          nodes_min, enough)
-            picks: dict[int, dict[str, list[int]]] = {}
             if demand.gres:
-                for q, pos in enumerate(positions):
-                    units = p.gres.pick(cands.order[pos], slot, slot + length, demand.gres)
-                    if units is not None:
-                        picks[q] = units
-                keep = sorted(picks)
-                positions = [positions[q] for q in keep]
-                cpus, mem, totals = [cpus[q] for q in keep], [mem[q] for q in keep], \
-                    [totals[q] for q in keep]
-                picks = {new: picks[old] for new, old in enumerate(keep)}
-            result = self.place(cpus, mem, totals, list(range(len(positions))), nodes_min,
-                                demand.nodes_max, demand.ntasks, demand.cpus_per_task,
-                                demand.ntasks_per_node, demand.mem_per_node, demand.mem_per_cpu,
-                                exclusive)
-            if result is not None:
-                chosen, tasks = result
-                order = cands.order
-                indices = [order[positions[q]] for q in chosen]
-                if not cands.required or cands.required.issubset(indices):
-                    alloc = allocation_of(p.names, indices, tasks, self.s.total_cpus, demand)
-                    if demand.gres:
-                        # allocation_of lists nodes in slurm.conf order: the units follow.
-                        by_node = {order[positions[q]]: picks[q] for q in chosen}
-                        alloc = Allocation(alloc.nodes, alloc.cpus, alloc.mem, alloc.tasks,
-                                           [by_node[p.index[name]] for name in alloc.nodes])
-                    return slot, alloc, room
+                alloc = self._place_gres(cands, demand, slot, length, filled, nodes_min,
+                                         exclusive)
+            else:  # place()'s first fit, over the sweep's capacities, in the kernel
+                alloc = None
+                result = self.k.first_fit(cands.views, cands.out[1], filled, nodes_min,
+                                          demand.nodes_max, demand.ntasks,
+                                          demand.ntasks_per_node)
+                if result is not None and (not cands.required
+                                           or cands.required.issubset(result[0])):
+                    alloc = allocation_of(p.names, result[0], result[1], self.s.total_cpus,
+                                          demand)
+            if alloc is not None:
+                return slot, alloc, room
             first = slot + 1  # place() is stricter (node maximum, required nodes): go on
             lazy = 0
             skip = 0
         return -1, None, -1
+
+    def _place_gres(self, cands: Candidates, demand: Demand, slot: int, length: int,
+                    filled: int, nodes_min: int, exclusive: int) -> Allocation | None:
+        """place() over the candidates with room at ``slot`` (after a sweep) that also have
+        the job's GRES units free over its run, those units included; None if it fails."""
+        p = self.p
+        positions, cpus, mem, totals = self.k.compact(cands.views, cands.out[1], filled,
+                                                      nodes_min, 1 << 60)
+        picks: dict[int, dict[str, list[int]]] = {}
+        for q, pos in enumerate(positions):
+            units = p.gres.pick(cands.order[pos], slot, slot + length, demand.gres)
+            if units is not None:
+                picks[q] = units
+        keep = sorted(picks)
+        positions = [positions[q] for q in keep]
+        cpus, mem, totals = [cpus[q] for q in keep], [mem[q] for q in keep], \
+            [totals[q] for q in keep]
+        result = self.place(cpus, mem, totals, list(range(len(positions))), nodes_min,
+                            demand.nodes_max, demand.ntasks, demand.cpus_per_task,
+                            demand.ntasks_per_node, demand.mem_per_node, demand.mem_per_cpu,
+                            exclusive)
+        if result is None:
+            return None
+        chosen, tasks = result
+        order = cands.order
+        indices = [order[positions[q]] for q in chosen]
+        if cands.required and not cands.required.issubset(indices):
+            return None
+        alloc = allocation_of(p.names, indices, tasks, self.s.total_cpus, demand)
+        # allocation_of lists the nodes as ``indices`` does: the units follow.
+        by_node = {order[positions[q]]: picks[keep[q]] for q in chosen}
+        return Allocation(alloc.nodes, alloc.cpus, alloc.mem, alloc.tasks,
+                          [by_node[p.index[name]] for name in alloc.nodes])
 
     def fits_now_alone(self, cands: Candidates, demand: Demand) -> bool:
         """Would the job fit the free resources now, reservations aside?
@@ -414,7 +453,7 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
                     profile.reserve(resv.allocation, start, end, sign=-1)
                 done.discard(task)
 
-    why_cache: dict[tuple, str | None] = {}
+    shapes: dict[tuple[int, str, int | None], tuple | None] = {}
     array_resv: dict[int, int] = {}  # per array: tasks reserved (not kept across yields)
     started = 0
     tested_here = 0
@@ -426,19 +465,14 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
         task = (job.job_id, k)
         if task in done:
             continue
-        partition = scheduler.partitions.get(job.partition)
-        if partition is None:
-            continue
-        # partition_reason is O(partition nodes); it depends on nothing but these.
-        why_key = (job.partition, _demand_key(demand), job.time_limit)
-        if why_key in why_cache:
-            why = why_cache[why_key]
+        # Array tasks share their demand: what depends only on it is worked out once.
+        shape_id = (id(demand), job.partition, job.time_limit)
+        if shape_id in shapes:
+            shape = shapes[shape_id]
         else:
-            why = why_cache[why_key] = scheduler.partition_reason(job, demand, partition)
-        if why is not None:
-            continue  # the main pass gave it its reason; backfill cannot help
-        if demand.oversubscribe:
-            continue  # it would share CPUs (OverSubscribe): the main pass places it, see above
+            shape = shapes[shape_id] = planner.shape(job, demand)
+        if shape is None:
+            continue  # the main pass gave it its reason, or it shares CPUs: not backfill's
         array = job.array_job_id
         if array is not None and array_resv.get(array, 0) >= params.max_job_array_resv:
             continue
@@ -453,10 +487,7 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
         tested_here += 1
         done.add(task)
 
-        cands = planner.candidates(partition, demand)
-        length = profile.slots_for(job.time_limit)
-        key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes),
-               tuple(demand.gres), _demand_key(demand), length)
+        cands, key, length = shape
         first, skip = planner.earliest.get(key, (0, 0))
         if first < profile.nslots:
             slot, alloc, room = planner.find(cands, demand, length, first, skip=skip)

@@ -431,3 +431,35 @@ def test_runs_follow_the_profile(k, data) -> None:
             gaps = [s for s in range(want_lo, nslots + 1) if s not in slots]
             want_hi = gaps[0] if slots and gaps else forever
             assert (kind, lo, hi) == (kind, want_lo, want_hi), (starts, cpus)
+
+
+@pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.__name__.rsplit(".", 1)[-1])
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_kernel_first_fit_is_place_first_fit(k, data) -> None:
+    """The kernel's first fit over a sweep's capacities chooses the nodes and deals the
+    tasks exactly as place() does over the same minima."""
+    from plurm.corescheduler import _placement_py
+
+    n = data.draw(st.integers(1, 8))
+    totals = data.draw(st.lists(st.sampled_from([2, 4, 8]), min_size=n, max_size=n))
+    wcpu = [data.draw(st.integers(-1, t)) for t in totals]
+    wmem = data.draw(st.lists(st.sampled_from([0, 300, 2000]), min_size=n, max_size=n))
+    nmin, nmax = data.draw(st.integers(1, 4)), data.draw(st.sampled_from([0, 0, 1, 2, 3]))
+    ntasks, cpt = data.draw(st.integers(1, 12)), data.draw(st.integers(1, 2))
+    ntpn, mpn, mpc = data.draw(st.sampled_from([0, 0, 1, 2])), data.draw(st.sampled_from([0, 500])), \
+        data.draw(st.sampled_from([0, 100]))
+    excl = data.draw(st.integers(0, 1))
+    order = list(data.draw(st.permutations(list(range(n)))))
+    t = Timeline(k, [0] * n, [0] * n, totals, [9999] * n, [], 4)
+    cands = Candidates(order, n, totals)
+    views = cands.bind(t)
+    for p, i in enumerate(order):
+        cands.wcpu[p], cands.wmem[p] = max(wcpu[i], 0), wmem[i]
+        cands.caps[p] = -1 if wcpu[i] < 0 else k.capacity(max(wcpu[i], 0), wmem[i], totals[i], cpt,
+                                                          mpn, mpc, excl, ntpn)
+    got = k.first_fit(views, 0, n, nmin, nmax, ntasks, ntpn)
+    want = _placement_py.place([max(c, 0) for c in wcpu], wmem, totals, order, nmin, nmax, ntasks,
+                               cpt, ntpn, mpn, mpc, excl)
+    assert (None if got is None else (list(got[0]), list(got[1]))) == \
+        (None if want is None else (list(want[0]), list(want[1])))
