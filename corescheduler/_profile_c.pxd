@@ -73,6 +73,10 @@ cpdef long event_room(long[::1] ev_cap, long start, long end, long nslots) excep
 cpdef int reserve(Views v, Py_ssize_t node, long start, long end, long cpus,
                   long mem) except -3
 
+@cython.locals(n=cython.Py_ssize_t, ok=cython.int, got=cython.int)
+cpdef tuple reserve_nodes(Views v, list nodes, list cpus, list mem, long start, long end,
+                          long sign, Py_ssize_t k)
+
 @cython.locals(first=cython.Py_ssize_t, stop=cython.Py_ssize_t, o=cython.Py_ssize_t,
                q=cython.Py_ssize_t, ok=cython.int)
 cdef int _reserve(long[::1] off, long[::1] cnt, long[::1] cap, long[::1] T, long[::1] C,

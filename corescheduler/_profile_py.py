@@ -363,6 +363,27 @@ def reserve(v, node: int, start: int, end: int, cpus: int, mem: int):
                     v.nslots)
 
 
+def reserve_nodes(v, nodes, cpus, mem, start: int, end: int, sign: int, k: int):
+    """reserve() of ``sign`` times cpus[q], mem[q] on node nodes[q], for q from ``k`` on.
+
+    Returns (q, ok): q is len(nodes) when all are done, else the first node
+    that needs the arrays to grow (it and those after it are untouched); ok
+    is 0 when some node went below zero.
+    """
+    n = len(nodes)
+    ok = 1
+    while k < n:
+        got = _reserve(v.off, v.cnt, v.cap, v.T, v.C, v.M, v.ev_off, v.ev_cnt, v.ev_cap,
+                       v.ev_node, v.meta, v.tot, v.zs, v.ze, v.bs, v.be, v.dirty, nodes[k], start,
+                       end, sign * cpus[k], sign * mem[k], v.nslots)
+        if got == NO_ROOM:
+            return k, ok
+        if got == 0:
+            ok = 0
+        k += 1
+    return n, ok
+
+
 def _reserve(off, cnt, cap, T, C, M, ev_off, ev_cnt, ev_cap, ev_node, meta, tot, zs, ze, bs, be,
              dirty, node: int, start: int, end: int, cpus: int, mem: int, nslots: int):
     """Take ``cpus`` and ``mem`` from the node over slots [start, end).

@@ -219,10 +219,7 @@ class Profile:
         included; False if it did not fit."""
         index = self.index
         nodes = [index[name] for name in alloc.nodes]
-        ok = True
-        reserve = self.timeline.reserve
-        for i, c, m in zip(nodes, alloc.cpus, alloc.mem):
-            ok &= reserve(i, start, end, sign * c, sign * m)
+        ok = self.timeline.reserve_nodes(nodes, alloc.cpus, alloc.mem, start, end, sign)
         for i, units in zip(nodes, alloc.gres):
             if units:
                 if sign < 0:
@@ -460,11 +457,15 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
     # The controller lists an array's pending record once per task it may start:
     # each occurrence is one task.
     occurrence: dict[int, int] = {}
+    # Which task each record stands for matters only to a cycle that may yield or resume.
+    track = bool(done) or params.yield_jobs > 0
+    task = (0, 0)
     for job, demand in pending:
-        k = occurrence[job.job_id] = occurrence.get(job.job_id, -1) + 1
-        task = (job.job_id, k)
-        if task in done:
-            continue
+        if track:
+            k = occurrence[job.job_id] = occurrence.get(job.job_id, -1) + 1
+            task = (job.job_id, k)
+            if task in done:
+                continue
         # Array tasks share their demand: what depends only on it is worked out once.
         shape_id = (id(demand), job.partition, job.time_limit)
         if shape_id in shapes:
@@ -485,7 +486,8 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
             break
         tested += 1
         tested_here += 1
-        done.add(task)
+        if track:
+            done.add(task)
 
         cands, key, length = shape
         first, skip = planner.earliest.get(key, (0, 0))
@@ -514,7 +516,8 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
             start = profile.slot_time(slot)
             end = None if slot + length >= profile.nslots else start + length * profile.res
             resv = Reservation(job.job_id, start, end, alloc)
-            kept.append((task, resv))
+            if track:
+                kept.append((task, resv))
             # An array record keeps its first (earliest) task's plan.
             result.planned_start.setdefault(job.job_id, start)
             result.reservations.setdefault(job.job_id, resv)

@@ -88,6 +88,21 @@ class Timeline:
             _grow(self.dirty, self.meta[2] + 1)
             self.v = self._views()
 
+    def reserve_nodes(self, nodes: list[int], cpus: list[int], mem: list[int], start: int,
+                      end: int, sign: int = 1) -> bool:
+        """reserve() on each node of a list with its amounts (times ``sign``), in one
+        kernel call while the arrays have room."""
+        ok = True
+        done = 0
+        while True:
+            done, part = self.k.reserve_nodes(self.v, nodes, cpus, mem, start, end, sign, done)
+            ok &= bool(part)
+            if done == len(nodes):
+                return ok
+            # That node needs room: reserve() grows the arrays; carry on after it.
+            ok &= self.reserve(nodes[done], start, end, sign * cpus[done], sign * mem[done])
+            done += 1
+
     def window_min(self, node: int, start: int, end: int) -> tuple[int, int]:
         """(min free CPUs, min free memory) of the node over [start, end)."""
         return self.k.window_min(self.v, node, start, end)

@@ -310,6 +310,21 @@ def test_kernel_arrays_grow_as_reservations_split_segments(kernel) -> None:
     assert t.steps_at(2999) == [0] and t.steps_at(3000) == [0]
 
 
+def test_reserve_nodes_matches_reserve_one_by_one_while_growing(kernel) -> None:
+    """One kernel call for a whole allocation, growing the arrays midway, ends where
+    reserving node by node does."""
+    one = Timeline(kernel, [64] * 3, [64_000] * 3, [64] * 3, [64_000] * 3, [], 4000)
+    many = Timeline(kernel, [64] * 3, [64_000] * 3, [64] * 3, [64_000] * 3, [], 4000)
+    for k in range(600):
+        start, nodes, cpus, mem = 2 * k + 1, [2, 0, 1], [1, 2, 3], [10, 20, 30]
+        assert many.reserve_nodes(nodes, cpus, mem, start, start + 1) is True
+        for i, c, m in zip(nodes, cpus, mem):
+            assert one.reserve(i, start, start + 1, c, m) is True
+    assert [many.segments(i) for i in range(3)] == [one.segments(i) for i in range(3)]
+    assert many.reserve_nodes([0, 1], [64, 64], [0, 0], 1, 2) is False  # oversubscribed
+    assert many.reserve_nodes([0, 1], [64, 64], [0, 0], 1, 2, sign=-1) is True
+
+
 def test_kernel_capacity_matches_placement() -> None:
     from plurm.corescheduler import _placement_py
 
