@@ -10,7 +10,7 @@ cdef class Views:
 
 
 cdef class Cands:
-    cdef long[::1] order, pos_of, totals, wcpu, wmem, caps, out, tzs, tze, tbs, tbe
+    cdef long[::1] order, pos_of, totals, wcpu, wmem, caps, blk, out, tzs, tze, tbs, tbe
     cdef public Py_ssize_t leaves
     cdef public Py_ssize_t applied
 
@@ -102,6 +102,9 @@ cdef inline long _fill_at(long[::1] T, long[::1] C, long[::1] M, Py_ssize_t j, P
                           long total, long cpus_per_task, long mem_per_node, long mem_per_cpu,
                           int exclusive, long ntasks_per_node) noexcept
 
+cdef inline Py_ssize_t _next_room(long[::1] caps, long[::1] blk, Py_ssize_t p,
+                                  Py_ssize_t hi) noexcept
+
 cdef inline bint _dead(long free_cpus, long total, int exclusive) noexcept
 
 @cython.locals(a=cython.Py_ssize_t, b=cython.Py_ssize_t)
@@ -118,10 +121,9 @@ cdef void _learn_run(long[::1] T, long[::1] C, Py_ssize_t o, Py_ssize_t n, Py_ss
 cdef tuple _sweep(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
                   long[::1] ev_off, long[::1] ev_cnt, long[::1] ev_node, long nslots,
                   long[::1] order, long[::1] pos_of, long[::1] totals, long[::1] zs,
-                  long[::1] ze, long[::1] tzs,
-                  long[::1] tze, Py_ssize_t size, long[::1] wcpu,
-                  long[::1] wmem, long[::1] caps, long first, long length, long nodes_min,
-                  long ntasks, long cpus_per_task, long ntasks_per_node, long mem_per_node,
+                  long[::1] ze, long[::1] tzs, long[::1] tze, Py_ssize_t size,
+                  long[::1] wcpu, long[::1] wmem, long[::1] caps, long[::1] blk, long first,
+                  long length, long nodes_min, long ntasks, long cpus_per_task, long ntasks_per_node, long mem_per_node,
                   long mem_per_cpu, int exclusive, int lazy, Py_ssize_t skip, long[::1] out)
 
 cpdef tuple sweep(Views v, Cands c, long first, long length, long nodes_min, long ntasks,
@@ -131,11 +133,12 @@ cpdef tuple sweep(Views v, Cands c, long first, long length, long nodes_min, lon
 cpdef object first_fit(Cands c, Py_ssize_t lo, Py_ssize_t hi, long nodes_min, long nodes_max,
                        long ntasks, long ntasks_per_node)
 
-@cython.locals(limit=cython.Py_ssize_t, chosen=list, held=list, tasks=list, count=cython.Py_ssize_t,
-               total=cython.long, p=cython.Py_ssize_t, cap=cython.long, remaining=cython.long,
-               k=cython.Py_ssize_t)
-cdef object _first_fit(long[::1] caps, long[::1] order, Py_ssize_t lo, Py_ssize_t hi,
-                       long nodes_min, long nodes_max, long ntasks, long ntasks_per_node)
+@cython.locals(limit=cython.Py_ssize_t, chosen=list, held=list, tasks=list,
+               count=cython.Py_ssize_t, total=cython.long, p=cython.Py_ssize_t, cap=cython.long,
+               remaining=cython.long, k=cython.Py_ssize_t)
+cdef object _first_fit(long[::1] caps, long[::1] blk, long[::1] order, Py_ssize_t lo,
+                       Py_ssize_t hi, long nodes_min, long nodes_max, long ntasks,
+                       long ntasks_per_node)
 
 cpdef tuple compact(Cands c, Py_ssize_t lo, Py_ssize_t hi, long nodes_min, long ntasks)
 

@@ -86,12 +86,12 @@ class Cands:
     """One candidate list's arrays (by position), as the sweep takes them (see Views).
 
     ``order``, ``pos_of`` and ``totals`` describe the list; ``wcpu``, ``wmem``,
-    ``caps`` and ``out`` are the sweep's results; ``tzs``/``tze`` and
+    ``caps``, ``blk`` (see _next_room) and ``out`` are the sweep's results; ``tzs``/``tze`` and
     ``tbs``/``tbe`` the two run trees of ``leaves`` leaves, up to date with
     the timeline's first ``applied`` logged changes.
     """
 
-    def __init__(self, order, pos_of, totals, wcpu, wmem, caps, out, tzs, tze, tbs, tbe,
+    def __init__(self, order, pos_of, totals, wcpu, wmem, caps, blk, out, tzs, tze, tbs, tbe,
                  leaves: int, applied: int):
         self.order = order
         self.pos_of = pos_of
@@ -99,6 +99,7 @@ class Cands:
         self.wcpu = wcpu
         self.wmem = wmem
         self.caps = caps
+        self.blk = blk
         self.out = out
         self.tzs = tzs
         self.tze = tze
@@ -502,11 +503,11 @@ def sweep(v, c, first: int, length: int, nodes_min: int, ntasks: int, cpus_per_t
     if exclusive:
         return _sweep(v.off, v.cnt, v.T, v.C, v.M, v.ev_off, v.ev_cnt, v.ev_node, v.nslots,
                       c.order, c.pos_of, c.totals, v.bs, v.be, c.tbs, c.tbe, c.leaves, c.wcpu,
-                      c.wmem, c.caps, first, length, nodes_min, ntasks, cpus_per_task,
+                      c.wmem, c.caps, c.blk, first, length, nodes_min, ntasks, cpus_per_task,
                       ntasks_per_node, mem_per_node, mem_per_cpu, exclusive, lazy, skip, c.out)
     return _sweep(v.off, v.cnt, v.T, v.C, v.M, v.ev_off, v.ev_cnt, v.ev_node, v.nslots,
                   c.order, c.pos_of, c.totals, v.zs, v.ze, c.tzs, c.tze, c.leaves, c.wcpu,
-                  c.wmem, c.caps, first, length, nodes_min, ntasks, cpus_per_task,
+                  c.wmem, c.caps, c.blk, first, length, nodes_min, ntasks, cpus_per_task,
                   ntasks_per_node, mem_per_node, mem_per_cpu, exclusive, lazy, skip, c.out)
 
 
@@ -531,8 +532,24 @@ def _learn_run(T, C, o: int, n: int, j: int, total: int, exclusive: int, tzs, tz
     tree_set(tzs, tze, size, p, T[a], T[b] if b < o + n else FOREVER)
 
 
+def _next_room(caps, blk, p: int, hi: int):
+    """The first position in [p, hi) with room (caps > 0) after a sweep, else ``hi``.
+
+    ``blk[b]`` counts the positions with room among 64 * b .. 64 * b + 63, so
+    that the scan jumps over the empty blocks of a long, mostly full list.
+    """
+    while p < hi:
+        if blk[p >> 6] == 0:
+            p = ((p >> 6) + 1) << 6
+        elif caps[p] > 0:
+            return p
+        else:
+            p += 1
+    return hi
+
+
 def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_of, totals,
-           zs, ze, tzs, tze, size: int, wcpu, wmem, caps, first: int, length: int,
+           zs, ze, tzs, tze, size: int, wcpu, wmem, caps, blk, first: int, length: int,
            nodes_min: int, ntasks: int, cpus_per_task: int, ntasks_per_node: int,
            mem_per_node: int, mem_per_cpu: int, exclusive: int, lazy: int, skip: int, out):
     """Earliest slot >= ``first`` where the job could hold its nodes for ``length`` slots.
@@ -569,6 +586,8 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
     total = 0
     end = first + length
     start_p = skip if lazy else 0
+    for p in range((n + 63) >> 6):  # positions with room, per block (see _next_room)
+        blk[p] = 0
     out[0] = -1
     out[1] = start_p
     p = start_p
@@ -595,6 +614,7 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
                        cpus_per_task, mem_per_node, mem_per_cpu, exclusive, ntasks_per_node)
         caps[p] = cap
         if cap > 0:
+            blk[p >> 6] += 1
             if out[0] < 0:
                 out[0] = p
             count += 1
@@ -640,9 +660,11 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
                         if caps[p] > 0:
                             count -= 1
                             total -= caps[p]
+                            blk[p >> 6] -= 1
                         if cap > 0:
                             count += 1
                             total += cap
+                            blk[p >> 6] += 1
                         caps[p] = cap
         # The slot leaving on the left: where a node's profile steps at s,
         # its minimum may rise; recompute it over the new window.
@@ -671,18 +693,17 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
                 if caps[p] > 0:
                     count -= 1
                     total -= caps[p]
+                    blk[p >> 6] -= 1
                 if cap > 0:
                     count += 1
                     total += cap
+                    blk[p >> 6] += 1
                 if cap > 0 and cap > caps[p]:
                     grew = 1
                 caps[p] = cap
         if grew and count >= nodes_min and total >= ntasks:
-            out[0] = -1
-            for p in range(n):
-                if caps[p] > 0:
-                    out[0] = p
-                    break
+            p = _next_room(caps, blk, 0, n)
+            out[0] = p if p < n else -1
             return s, n
     return -1, 0
 
@@ -697,10 +718,11 @@ def first_fit(c, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks: int,
     same nodes, in preference order, and deals the tasks the same way,
     without building lists for place() first.
     """
-    return _first_fit(c.caps, c.order, lo, hi, nodes_min, nodes_max, ntasks, ntasks_per_node)
+    return _first_fit(c.caps, c.blk, c.order, lo, hi, nodes_min, nodes_max, ntasks,
+                      ntasks_per_node)
 
 
-def _first_fit(caps, order, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks: int,
+def _first_fit(caps, blk, order, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks: int,
                ntasks_per_node: int):
     if 0 < ntasks < nodes_min:
         nodes_min = ntasks  # as place(): every chosen node runs a task
@@ -709,16 +731,16 @@ def _first_fit(caps, order, lo: int, hi: int, nodes_min: int, nodes_max: int, nt
     held = []
     count = 0
     total = 0
-    for p in range(lo, hi):
+    p = _next_room(caps, blk, lo, hi)
+    while p < hi:
         cap = caps[p]
-        if cap <= 0:
-            continue
         chosen.append(order[p])
         held.append(cap)
         count += 1
         total += cap
         if (count >= nodes_min and total >= ntasks) or count >= limit:
             break
+        p = _next_room(caps, blk, p + 1, hi)
     if count < nodes_min or total < ntasks:
         return None
     if ntasks_per_node > 0:

@@ -122,7 +122,7 @@ class Candidates:
     """The nodes one job may use, in preference order, as the kernels want them."""
 
     __slots__ = ("order", "order_list", "pos_of", "totals", "required", "wcpu", "wmem", "caps",
-                 "out", "size", "leaves", "tzs", "tze", "tbs", "tbe", "timeline", "views")
+                 "blk", "out", "size", "leaves", "tzs", "tze", "tbs", "tbe", "timeline", "views")
 
     def __init__(self, order: Sequence[int], nnodes: int, total_cpus: Sequence[int],
                  required: set[int] | frozenset[int] = frozenset()) -> None:
@@ -139,6 +139,7 @@ class Candidates:
         self.wcpu = longs(len(order))
         self.wmem = longs(len(order))
         self.caps = longs(len(order))
+        self.blk = longs((len(order) + 63) // 64 + 1)
         self.out = longs(2)
         # The run trees (see _profile_py), built on first use against a timeline:
         # over the runs without a free CPU, and without every CPU free (exclusive jobs).
@@ -172,7 +173,7 @@ class Candidates:
             self.tzs, self.tze = self._build_tree(t, t.zs, t.ze)
             self.tbs, self.tbe = self._build_tree(t, t.bs, t.be)
             self.views = t.k.Cands(self.order, self.pos_of, self.totals, self.wcpu, self.wmem,
-                                   self.caps, self.out, self.tzs, self.tze, self.tbs, self.tbe,
+                                   self.caps, self.blk, self.out, self.tzs, self.tze, self.tbs, self.tbe,
                                    self.leaves, t.meta[2])
         return self.views
 

@@ -441,9 +441,15 @@ def test_kernel_first_fit_is_place_first_fit(k, data) -> None:
     tasks exactly as place() does over the same minima."""
     from plurm.corescheduler import _placement_py
 
-    n = data.draw(st.integers(1, 8))
+    # Long lists, mostly without room, cross the 64-position blocks the scan skips.
+    n = data.draw(st.one_of(st.integers(1, 8), st.integers(60, 200)))
     totals = data.draw(st.lists(st.sampled_from([2, 4, 8]), min_size=n, max_size=n))
-    wcpu = [data.draw(st.integers(-1, t)) for t in totals]
+    if n > 8:  # a few nodes with room, whole blocks without
+        room = data.draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=6))
+        wcpu = [totals[i] if i in room else data.draw(st.sampled_from([-1, 0]))
+                for i in range(n)]
+    else:
+        wcpu = [data.draw(st.integers(-1, t)) for t in totals]
     wmem = data.draw(st.lists(st.sampled_from([0, 300, 2000]), min_size=n, max_size=n))
     nmin, nmax = data.draw(st.integers(1, 4)), data.draw(st.sampled_from([0, 0, 1, 2, 3]))
     ntasks, cpt = data.draw(st.integers(1, 12)), data.draw(st.integers(1, 2))
@@ -458,8 +464,46 @@ def test_kernel_first_fit_is_place_first_fit(k, data) -> None:
         cands.wcpu[p], cands.wmem[p] = max(wcpu[i], 0), wmem[i]
         cands.caps[p] = -1 if wcpu[i] < 0 else k.capacity(max(wcpu[i], 0), wmem[i], totals[i], cpt,
                                                           mpn, mpc, excl, ntpn)
+        cands.blk[p >> 6] += cands.caps[p] > 0  # as a sweep counts them
     got = k.first_fit(views, 0, n, nmin, nmax, ntasks, ntpn)
     want = _placement_py.place([max(c, 0) for c in wcpu], wmem, totals, order, nmin, nmax, ntasks,
                                cpt, ntpn, mpn, mpc, excl)
     assert (None if got is None else (list(got[0]), list(got[1]))) == \
         (None if want is None else (list(want[0]), list(want[1])))
+
+
+@pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.__name__.rsplit(".", 1)[-1])
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_sweep_over_long_lists_by_brute_force(k, data) -> None:
+    """Over more than 64 candidates (several blocks), mostly busy: the sweep's slot, its
+    first position with room and the first fit after it agree with brute force."""
+    from plurm.corescheduler import _placement_py
+
+    n = data.draw(st.integers(65, 160))
+    nslots = data.draw(st.integers(2, 12))
+    free = [0] * n
+    for i in data.draw(st.sets(st.integers(0, n - 1), max_size=5)):
+        free[i] = 4
+    t = Timeline(k, free, [1000] * n, [4] * n, [1000] * n, [], nslots)
+    for node, s0, length in data.draw(st.lists(st.tuples(
+            st.integers(0, n - 1), st.integers(1, nslots - 1), st.integers(1, nslots)), max_size=8)):
+        t.reserve(node, s0, s0 + length, -4, 0)  # a busy node frees its CPUs then
+    order = list(data.draw(st.permutations(list(range(n)))))
+    length, ntasks = data.draw(st.integers(1, nslots)), data.draw(st.integers(1, 9))
+    cands = Candidates(order, n, [4] * n)
+    got, filled = cands.sweep(t, 0, length, 1, ntasks, 1, 0, 0, 0, 0, 0)
+    want, caps = -1, []
+    for s in range(nslots):
+        caps = [k.capacity(*t.window_min(i, s, s + length), 4, 1, 0, 0, 0, 0) for i in order]
+        if sum(caps) >= ntasks:
+            want = s
+            break
+    assert got == want
+    if want >= 0:
+        assert cands.out[0] == next(p for p, c in enumerate(caps) if c > 0)
+        fit = k.first_fit(cands.views, cands.out[1], filled, 1, 0, ntasks, 0)
+        mins = [t.window_min(i, want, want + length) for i in range(n)]
+        place = _placement_py.place([m[0] for m in mins], [m[1] for m in mins], [4] * n, order,
+                                    1, 0, ntasks, 1, 0, 0, 0, 0)
+        assert (list(fit[0]), list(fit[1])) == (list(place[0]), list(place[1]))
