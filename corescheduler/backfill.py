@@ -229,9 +229,15 @@ class Profile:
                     self.gres.hold(i, units, start, end)
         return ok
 
-    def hold(self, alloc: Allocation, start: int, end: int) -> None:
-        """Hold what the planner itself chose: not fitting is a bug, as in Scheduler.allocate."""
-        if not self.reserve(alloc, start, end):
+    def hold(self, alloc: Allocation, start: int, end: int, nodes: list[int] | None = None
+             ) -> None:
+        """Hold what the planner itself chose: not fitting is a bug, as in Scheduler.allocate.
+        ``nodes``: the allocation's node indices, when the caller has them."""
+        if nodes is not None and not alloc.gres:  # the common case, straight to the kernel
+            ok = self.timeline.reserve_nodes(nodes, alloc.cpus, alloc.mem, start, end)
+        else:
+            ok = self.reserve(alloc, start, end)
+        if not ok:
             raise AssertionError(
                 f"backfill plan oversubscribes {alloc.nodes} at slots [{start}, {end})")
 
@@ -282,15 +288,6 @@ class _Planner:
         self.fits_now: dict[tuple, int] = {}
         self.why: dict[tuple, str | None] = {}  # partition_reason by (partition, shape, limit)
 
-    def candidates(self, partition: Partition, demand: Demand) -> Candidates:
-        key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes),
-               tuple(demand.gres))
-        cands = self.cands.get(key)
-        if cands is None:
-            cands = _candidates(self.s, self.p.names, self.p.index, self.pref, partition, demand)
-            self.cands[key] = cands
-        return cands
-
     def shape(self, job: Job, demand: Demand) -> tuple[Candidates, tuple, int] | None:
         """(candidates, key shared by identical jobs, length in slots) for a job, or None
         when backfill leaves it alone: the partition refuses it (the main pass gave the
@@ -299,7 +296,8 @@ class _Planner:
         if partition is None or demand.oversubscribe:
             return None
         # partition_reason is O(partition nodes); it depends on nothing but these.
-        why_key = (job.partition, _demand_key(demand), job.time_limit)
+        size = _demand_key(demand)
+        why_key = (job.partition, size, job.time_limit)
         if why_key in self.why:
             why = self.why[why_key]
         else:
@@ -307,14 +305,19 @@ class _Planner:
         if why is not None:
             return None
         length = self.p.slots_for(job.time_limit)
-        key = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes),
-               tuple(demand.gres), _demand_key(demand), length)
-        return self.candidates(partition, demand), key, length
+        where = (partition.name, tuple(demand.exc_nodes), tuple(demand.req_nodes),
+                 tuple(demand.gres))
+        cands = self.cands.get(where)
+        if cands is None:
+            cands = self.cands[where] = _candidates(self.s, self.p.names, self.p.index,
+                                                    self.pref, partition, demand)
+        return cands, (where, size, length), length
 
     def find(self, cands: Candidates, demand: Demand, length: int, first: int,
-             skip: int = 0) -> tuple[int, Allocation | None, int]:
+             skip: int = 0) -> tuple[int, Allocation | None, int, list[int] | None]:
         """Earliest slot >= ``first`` in the window where the job fits for ``length`` slots,
-        where, and the first candidate position with room then (-1: none found).
+        where, the first candidate position with room then (-1: none found), and the
+        allocation's node indices (None: not at hand).
 
         ``skip``: positions before it are known to have no room at ``first``.
         """
@@ -322,7 +325,7 @@ class _Planner:
         timeline = p.timeline
         n = cands.size
         if n == 0:
-            return -1, None, -1
+            return -1, None, -1, None
         nodes_min = max(demand.nodes_min, len(cands.required))
         exclusive = 1 if demand.exclusive else 0
         # A GRES job looks at every candidate with room at a slot (its units are
@@ -334,8 +337,9 @@ class _Planner:
                                         demand.ntasks_per_node, demand.mem_per_node,
                                         demand.mem_per_cpu, exclusive, lazy, skip)
             if slot < 0:
-                return -1, None, -1
+                return -1, None, -1, None
             room = cands.out[0]
+            nodes = None
             if demand.gres:
                 alloc = self._place_gres(cands, demand, slot, length, filled, nodes_min,
                                          exclusive)
@@ -343,17 +347,20 @@ class _Planner:
                 alloc = None
                 result = self.k.first_fit(cands.views, cands.out[1], filled, nodes_min,
                                           demand.nodes_max, demand.ntasks,
-                                          demand.ntasks_per_node)
+                                          demand.ntasks_per_node, demand.cpus_per_task,
+                                          exclusive, demand.mem_per_node, demand.mem_per_cpu)
                 if result is not None and (not cands.required
                                            or cands.required.issubset(result[0])):
-                    alloc = allocation_of(p.names, result[0], result[1], self.s.total_cpus,
-                                          demand)
+                    names = p.names
+                    nodes = result[0]
+                    alloc = Allocation([names[i] for i in nodes], result[2], result[3],
+                                       result[1])
             if alloc is not None:
-                return slot, alloc, room
+                return slot, alloc, room, nodes
             first = slot + 1  # place() is stricter (node maximum, required nodes): go on
             lazy = 0
             skip = 0
-        return -1, None, -1
+        return -1, None, -1, None
 
     def _place_gres(self, cands: Candidates, demand: Demand, slot: int, length: int,
                     filled: int, nodes_min: int, exclusive: int) -> Allocation | None:
@@ -492,14 +499,14 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
         cands, key, length = shape
         first, skip = planner.earliest.get(key, (0, 0))
         if first < profile.nslots:
-            slot, alloc, room = planner.find(cands, demand, length, first, skip=skip)
+            slot, alloc, room, nodes = planner.find(cands, demand, length, first, skip=skip)
         else:
-            slot, alloc, room = -1, None, -1
+            slot, alloc, room, nodes = -1, None, -1, None
         planner.earliest[key] = (slot, max(room, 0)) if slot >= 0 else (profile.nslots, 0)
 
         if slot == 0 and alloc is not None:
             scheduler.allocate(alloc)
-            profile.hold(alloc, 0, length)
+            profile.hold(alloc, 0, length, nodes)
             result.starts.append(StartJob(job, alloc))
             started += 1
             continue
@@ -512,7 +519,7 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
             planner.fits_now[key] = started
             result.reasons.setdefault(job.job_id, REASON_PRIORITY)
         if alloc is not None and slot > 0:
-            profile.hold(alloc, slot, slot + length)
+            profile.hold(alloc, slot, slot + length, nodes)
             start = profile.slot_time(slot)
             end = None if slot + length >= profile.nslots else start + length * profile.res
             resv = Reservation(job.job_id, start, end, alloc)

@@ -524,7 +524,7 @@ class ClusterState:
             job.time_limit = UNLIMITED_RUN_MINUTES
         job.end_time = now + job.time_limit * 60
         job.nodes, job.cpus, job.mem, job.tasks = alloc.nodes, alloc.cpus, alloc.mem, alloc.tasks
-        job.gres_alloc = alloc.gres
+        job.gres_alloc = list(alloc.gres)
         job.share_rows = tuple(alloc.share_rows)
         self._save(job)
         if not job.spec.batch:

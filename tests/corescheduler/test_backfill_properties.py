@@ -27,7 +27,7 @@ from plurm.corescheduler.backfill import (
     schedule_with_backfill,
 )
 from plurm.corescheduler.model import Job, JobSpec, Node, Partition
-from plurm.corescheduler.scheduler import Scheduler, demand_of
+from plurm.corescheduler.scheduler import Demand, Scheduler, allocation_of, demand_of
 from plurm.corescheduler.timeline import Candidates, Timeline, longs
 
 NOW = 6_000_000.0  # a multiple of the resolution: plans fall on exact times
@@ -465,11 +465,16 @@ def test_kernel_first_fit_is_place_first_fit(k, data) -> None:
         cands.caps[p] = -1 if wcpu[i] < 0 else k.capacity(max(wcpu[i], 0), wmem[i], totals[i], cpt,
                                                           mpn, mpc, excl, ntpn)
         cands.blk[p >> 6] += cands.caps[p] > 0  # as a sweep counts them
-    got = k.first_fit(views, 0, n, nmin, nmax, ntasks, ntpn)
+    got = k.first_fit(views, 0, n, nmin, nmax, ntasks, ntpn, cpt, excl, mpn, mpc)
     want = _placement_py.place([max(c, 0) for c in wcpu], wmem, totals, order, nmin, nmax, ntasks,
                                cpt, ntpn, mpn, mpc, excl)
     assert (None if got is None else (list(got[0]), list(got[1]))) == \
         (None if want is None else (list(want[0]), list(want[1])))
+    if want is not None:  # and each node gives what allocation_of says
+        demand = Demand(nmin, nmax, ntasks, cpt, ntpn, mpn, mpc, bool(excl))
+        alloc = allocation_of([str(i) for i in range(n)], list(want[0]), list(want[1]), totals,
+                              demand)
+        assert (list(got[2]), list(got[3])) == (alloc.cpus, alloc.mem)
 
 
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.__name__.rsplit(".", 1)[-1])
@@ -502,7 +507,7 @@ def test_sweep_over_long_lists_by_brute_force(k, data) -> None:
     assert got == want
     if want >= 0:
         assert cands.out[0] == next(p for p, c in enumerate(caps) if c > 0)
-        fit = k.first_fit(cands.views, cands.out[1], filled, 1, 0, ntasks, 0)
+        fit = k.first_fit(cands.views, cands.out[1], filled, 1, 0, ntasks, 0, 1, 0, 0, 0)
         mins = [t.window_min(i, want, want + length) for i in range(n)]
         place = _placement_py.place([m[0] for m in mins], [m[1] for m in mins], [4] * n, order,
                                     1, 0, ntasks, 1, 0, 0, 0, 0)
