@@ -131,12 +131,12 @@ cpdef tuple sweep(Views v, Cands c, long first, long length, long nodes_min, lon
                   int exclusive, int lazy, Py_ssize_t skip)
 
 @cython.locals(got=tuple)
-cpdef object first_fit(Cands c, Py_ssize_t lo, Py_ssize_t hi, long nodes_min, long nodes_max,
+cpdef object first_fit(Cands c, list names, Py_ssize_t lo, Py_ssize_t hi, long nodes_min, long nodes_max,
                        long ntasks, long ntasks_per_node, long cpus_per_task, int exclusive,
                        long mem_per_node, long mem_per_cpu)
 
-@cython.locals(cpus=list, mem=list, k=cython.Py_ssize_t, c=cython.long)
-cdef tuple _amounts(list chosen, list tasks, long[::1] totals, long[::1] pos_of,
+@cython.locals(cpus=list, mem=list, chosen_names=list, k=cython.Py_ssize_t, c=cython.long)
+cdef tuple _amounts(list chosen, list tasks, list names, long[::1] totals, long[::1] pos_of,
                     long cpus_per_task, int exclusive, long mem_per_node, long mem_per_cpu)
 
 @cython.locals(limit=cython.Py_ssize_t, chosen=list, held=list, tasks=list,

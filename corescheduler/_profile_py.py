@@ -708,12 +708,12 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
     return -1, 0
 
 
-def first_fit(c, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks: int,
+def first_fit(c, names, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks: int,
               ntasks_per_node: int, cpus_per_task: int, exclusive: int, mem_per_node: int,
               mem_per_cpu: int):
     """place()'s first fit (_placement_py._first_fit) over the candidates ``c`` at the slot
     a sweep found, and what each chosen node gives (scheduler.allocation_of): (node
-    indices, tasks, CPUs, memory per node), or None.
+    indices, their ``names``, tasks, CPUs, memory per node), or None.
 
     The sweep's capacities are exactly those place() computes from the
     minima (with --ntasks-per-node: that many or none), so this takes the
@@ -724,16 +724,19 @@ def first_fit(c, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks: int,
                      ntasks_per_node)
     if got is None:
         return None
-    return _amounts(got[0], got[1], c.totals, c.pos_of, cpus_per_task, exclusive,
+    return _amounts(got[0], got[1], names, c.totals, c.pos_of, cpus_per_task, exclusive,
                     mem_per_node, mem_per_cpu)
 
 
-def _amounts(chosen, tasks, totals, pos_of, cpus_per_task: int, exclusive: int,
+def _amounts(chosen, tasks, names, totals, pos_of, cpus_per_task: int, exclusive: int,
              mem_per_node: int, mem_per_cpu: int):
-    """allocation_of's CPUs and memory per chosen node: (chosen, tasks, cpus, mem)."""
+    """allocation_of's names, CPUs and memory per chosen node:
+    (chosen, names, tasks, cpus, mem)."""
     cpus = []
     mem = []
+    chosen_names = []
     for k in range(len(chosen)):
+        chosen_names.append(names[chosen[k]])
         c = totals[pos_of[chosen[k]]] if exclusive else tasks[k] * cpus_per_task
         cpus.append(c)
         if mem_per_node:
@@ -742,7 +745,7 @@ def _amounts(chosen, tasks, totals, pos_of, cpus_per_task: int, exclusive: int,
             mem.append(c * mem_per_cpu)
         else:
             mem.append(0)
-    return chosen, tasks, cpus, mem
+    return chosen, chosen_names, tasks, cpus, mem
 
 
 def _first_fit(caps, blk, order, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks: int,

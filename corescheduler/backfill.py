@@ -345,16 +345,14 @@ class _Planner:
                                          exclusive)
             else:  # place()'s first fit, over the sweep's capacities, in the kernel
                 alloc = None
-                result = self.k.first_fit(cands.views, cands.out[1], filled, nodes_min,
+                result = self.k.first_fit(cands.views, p.names, cands.out[1], filled, nodes_min,
                                           demand.nodes_max, demand.ntasks,
                                           demand.ntasks_per_node, demand.cpus_per_task,
                                           exclusive, demand.mem_per_node, demand.mem_per_cpu)
                 if result is not None and (not cands.required
                                            or cands.required.issubset(result[0])):
-                    names = p.names
                     nodes = result[0]
-                    alloc = Allocation([names[i] for i in nodes], result[2], result[3],
-                                       result[1])
+                    alloc = Allocation(result[1], result[3], result[4], result[2])
             if alloc is not None:
                 return slot, alloc, room, nodes
             first = slot + 1  # place() is stricter (node maximum, required nodes): go on

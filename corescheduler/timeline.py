@@ -44,21 +44,22 @@ class Timeline:
         self.cnt = longs(n)
         self.cap = longs([c + 2 for c in per_node])  # room for a reservation's two steps
         pool = sum(self.cap)
-        self.T = longs(2 * pool + 64)
-        self.C = longs(2 * pool + 64)
-        self.M = longs(2 * pool + 64)
+        # Room for a busy cycle's reservations from the start: each growth copies the pool.
+        self.T = longs(4 * pool + 1024)
+        self.C = longs(4 * pool + 1024)
+        self.M = longs(4 * pool + 1024)
         # Per slot, the nodes with a step there (see _profile_py).
         self.ev_off = longs(max(nslots, 1))
         self.ev_cnt = longs(max(nslots, 1))
         self.ev_cap = longs(max(nslots, 1))
-        self.ev_node = longs(2 * len(releases) + 8 * max(nslots, 1) + 64)
+        self.ev_node = longs(4 * len(releases) + 16 * max(nslots, 1) + 1024)
         self.meta = longs(3)
         self.tot = longs(total_cpus)
         self.zs = longs(n)  # per node: its first run of slots with no free CPU
         self.ze = longs(n)
         self.bs = longs(n)  # and its first run with some CPU in use (no exclusive job)
         self.be = longs(n)
-        self.dirty = longs(2 * n + 64)  # nodes changed by reservations, in order
+        self.dirty = longs(8 * n + 1024)  # nodes changed by reservations, in order
         kernel.build(longs(free_cpus), longs(free_mem), longs(total_cpus), longs(total_mem),
                      longs([r[0] for r in releases]), longs([r[1] for r in releases]),
                      longs([r[2] for r in releases]), longs([r[3] for r in releases]),

@@ -465,16 +465,16 @@ def test_kernel_first_fit_is_place_first_fit(k, data) -> None:
         cands.caps[p] = -1 if wcpu[i] < 0 else k.capacity(max(wcpu[i], 0), wmem[i], totals[i], cpt,
                                                           mpn, mpc, excl, ntpn)
         cands.blk[p >> 6] += cands.caps[p] > 0  # as a sweep counts them
-    got = k.first_fit(views, 0, n, nmin, nmax, ntasks, ntpn, cpt, excl, mpn, mpc)
+    names = [f"n{i}" for i in range(n)]
+    got = k.first_fit(views, names, 0, n, nmin, nmax, ntasks, ntpn, cpt, excl, mpn, mpc)
     want = _placement_py.place([max(c, 0) for c in wcpu], wmem, totals, order, nmin, nmax, ntasks,
                                cpt, ntpn, mpn, mpc, excl)
     assert (None if got is None else (list(got[0]), list(got[1]))) == \
         (None if want is None else (list(want[0]), list(want[1])))
     if want is not None:  # and each node gives what allocation_of says
         demand = Demand(nmin, nmax, ntasks, cpt, ntpn, mpn, mpc, bool(excl))
-        alloc = allocation_of([str(i) for i in range(n)], list(want[0]), list(want[1]), totals,
-                              demand)
-        assert (list(got[2]), list(got[3])) == (alloc.cpus, alloc.mem)
+        alloc = allocation_of(names, list(want[0]), list(want[1]), totals, demand)
+        assert (list(got[1]), list(got[3]), list(got[4])) == (alloc.nodes, alloc.cpus, alloc.mem)
 
 
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.__name__.rsplit(".", 1)[-1])
@@ -507,8 +507,9 @@ def test_sweep_over_long_lists_by_brute_force(k, data) -> None:
     assert got == want
     if want >= 0:
         assert cands.out[0] == next(p for p, c in enumerate(caps) if c > 0)
-        fit = k.first_fit(cands.views, cands.out[1], filled, 1, 0, ntasks, 0, 1, 0, 0, 0)
+        fit = k.first_fit(cands.views, [str(i) for i in range(n)], cands.out[1], filled, 1, 0,
+                          ntasks, 0, 1, 0, 0, 0)
         mins = [t.window_min(i, want, want + length) for i in range(n)]
         place = _placement_py.place([m[0] for m in mins], [m[1] for m in mins], [4] * n, order,
                                     1, 0, ntasks, 1, 0, 0, 0, 0)
-        assert (list(fit[0]), list(fit[1])) == (list(place[0]), list(place[1]))
+        assert (list(fit[0]), list(fit[2])) == (list(place[0]), list(place[1]))
