@@ -469,7 +469,7 @@ def test_kernel_first_fit_is_place_first_fit(k, data) -> None:
     got = k.first_fit(views, names, 0, n, nmin, nmax, ntasks, ntpn, cpt, excl, mpn, mpc)
     want = _placement_py.place([max(c, 0) for c in wcpu], wmem, totals, order, nmin, nmax, ntasks,
                                cpt, ntpn, mpn, mpc, excl)
-    assert (None if got is None else (list(got[0]), list(got[1]))) == \
+    assert (None if got is None else (list(got[0]), list(got[2]))) == \
         (None if want is None else (list(want[0]), list(want[1])))
     if want is not None:  # and each node gives what allocation_of says
         demand = Demand(nmin, nmax, ntasks, cpt, ntpn, mpn, mpc, bool(excl))
