@@ -107,6 +107,8 @@ cdef inline Py_ssize_t _next_room(long[::1] caps, long[::1] blk, Py_ssize_t p,
 
 cdef inline bint _dead(long free_cpus, long total, int exclusive) noexcept
 
+cdef inline bint _short(long free_cpus, long total, int exclusive, long need) noexcept
+
 @cython.locals(a=cython.Py_ssize_t, b=cython.Py_ssize_t)
 cdef void _learn_run(long[::1] T, long[::1] C, Py_ssize_t o, Py_ssize_t n, Py_ssize_t j,
                      long total, int exclusive, long[::1] tzs, long[::1] tze, Py_ssize_t size,
@@ -117,7 +119,7 @@ cdef void _learn_run(long[::1] T, long[::1] C, Py_ssize_t o, Py_ssize_t n, Py_ss
                q=cython.Py_ssize_t,
                cap=cython.long, s=cython.long, r=cython.long, e=cython.Py_ssize_t,
                o=cython.Py_ssize_t, j=cython.Py_ssize_t, lc=cython.long, lm=cython.long,
-               grew=cython.int, stop=cython.Py_ssize_t)
+               grew=cython.int, stop=cython.Py_ssize_t, need=cython.long)
 cdef tuple _sweep(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
                   long[::1] ev_off, long[::1] ev_cnt, long[::1] ev_node, long nslots,
                   long[::1] order, long[::1] pos_of, long[::1] totals, long[::1] zs,

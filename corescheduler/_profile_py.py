@@ -518,6 +518,14 @@ def _dead(free_cpus: int, total: int, exclusive: int):
     return free_cpus <= 0
 
 
+def _short(free_cpus: int, total: int, exclusive: int, need: int):
+    """Too few free CPUs for a task of the job: fewer than ``need``, or for an exclusive
+    job fewer than all."""
+    if exclusive:
+        return free_cpus < total
+    return free_cpus < need
+
+
 def _learn_run(T, C, o: int, n: int, j: int, total: int, exclusive: int, tzs, tze, size: int,
                p: int):
     """Set leaf p of a run tree to the run of dead segments around segment j (pool index;
@@ -586,6 +594,10 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
     total = 0
     end = first + length
     start_p = skip if lazy else 0
+    # The fewest free CPUs with which a node holds a task of the job (see _capacity).
+    need = cpus_per_task if cpus_per_task > 0 else 1
+    if ntasks_per_node > 0:
+        need *= ntasks_per_node
     for p in range((n + 63) >> 6):  # positions with room, per block (see _next_room)
         blk[p] = 0
     out[0] = -1
@@ -603,10 +615,12 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
         i = order[p]
         o = off[i]
         j = o + segment(T, o, cnt[i], first)
-        if _dead(C[j], totals[p], exclusive):
-            # No room at the first slot, though the tree did not know: it learns
-            # the node's run around that slot, so that sweeps near it skip it.
-            _learn_run(T, C, o, cnt[i], j, totals[p], exclusive, tzs, tze, size, p)
+        if _short(C[j], totals[p], exclusive, need):
+            # No room at the first slot, though the tree did not know: if the node is
+            # dead there, the tree learns its run around that slot, so that sweeps
+            # near it skip it.
+            if _dead(C[j], totals[p], exclusive):
+                _learn_run(T, C, o, cnt[i], j, totals[p], exclusive, tzs, tze, size, p)
             caps[p] = -1
             p += 1
             continue
@@ -681,7 +695,7 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
             j = o + segment(T, o, cnt[i], s)
             if T[j] != s:
                 continue  # defensive: every entry marks a step
-            if caps[p] < 0 and _dead(C[j], totals[p], exclusive):
+            if caps[p] < 0 and _short(C[j], totals[p], exclusive, need):
                 continue  # unknown, and the left edge still has no room
             # The slot leaving lay in segment j-1: if it was above the minimum
             # in both CPUs and memory, the minimum is still reached in the window.
