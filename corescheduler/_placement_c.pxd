@@ -38,3 +38,8 @@ cdef long _take(long cap, long rem_tasks, long min_rem, long ntasks_per_node, in
 cdef object _first_fit(list free_cpus, list free_mem, list total_cpus, list order,
                        long nodes_min, long nodes_max, long ntasks, long cpus_per_task,
                        long ntasks_per_node, long mem_per_node, long mem_per_cpu, int exclusive)
+
+@cython.locals(c=cython.long, n=cython.Py_ssize_t, limits=list, rem=cython.long, m=cython.long,
+               k=cython.Py_ssize_t, want=cython.long, lim=cython.long, tasks=list,
+               remaining=cython.long, progressed=cython.int, bounds=list)
+cpdef object deal(list holds, long ntasks, long nodes_min, long cpus_per_task, int exclusive)

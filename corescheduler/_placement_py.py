@@ -242,36 +242,22 @@ def _best_fit(free_cpus: list, free_mem: list, total_cpus: list, order: list,
     n = len(chosen)
     if n < nodes_min or rem_tasks > 0:
         return None
-    # Deal the tasks round-robin (slurm.conf order), up to what each node holds.
+    # The tasks laid out as Slurm does, in the order the nodes were taken (deal()),
+    # then listed in slurm.conf order.
+    if ntasks_per_node > 0:
+        tasks = [ntasks_per_node] * n
+    else:
+        tasks = deal(holds, ntasks, nodes_min, cpus_per_task, exclusive)
+        if tasks is None:
+            return None
     pairs = []
     k = 0
     while k < n:
         idx = chosen[k]
-        pairs.append((idx if node_id is None else node_id[idx], idx, holds[k]))
+        pairs.append((idx if node_id is None else node_id[idx], idx, tasks[k]))
         k += 1
     pairs.sort()
-    chosen = [p[1] for p in pairs]
-    tasks = [0] * n
-    if ntasks_per_node > 0:
-        k = 0
-        while k < n:
-            tasks[k] = ntasks_per_node
-            k += 1
-        return chosen, tasks
-    bounds = [p[2] for p in pairs]
-    remaining = ntasks
-    while remaining > 0:
-        progressed = 0
-        k = 0
-        while k < n and remaining > 0:
-            if tasks[k] < bounds[k]:
-                tasks[k] += 1
-                remaining -= 1
-                progressed = 1
-            k += 1
-        if not progressed:
-            return None
-    return chosen, tasks
+    return [p[1] for p in pairs], [p[2] for p in pairs]
 
 
 def _take(cap: int, rem_tasks: int, min_rem: int, ntasks_per_node: int, exclusive: int) -> int:
@@ -292,7 +278,7 @@ def _take(cap: int, rem_tasks: int, min_rem: int, ntasks_per_node: int, exclusiv
 def _first_fit(free_cpus: list, free_mem: list, total_cpus: list, order: list,
                nodes_min: int, nodes_max: int, ntasks: int, cpus_per_task: int,
                ntasks_per_node: int, mem_per_node: int, mem_per_cpu: int, exclusive: int):
-    """The first nodes of ``order`` that hold a task, tasks dealt round-robin."""
+    """The first nodes of ``order`` that hold a task, tasks dealt as Slurm does (deal())."""
     chosen = []
     caps = []
     total = 0
@@ -319,23 +305,57 @@ def _first_fit(free_cpus: list, free_mem: list, total_cpus: list, order: list,
             break
     if len(chosen) < nodes_min or total < ntasks:
         return None
-    # Deal tasks round-robin so that the chosen nodes are balanced.
-    n = len(chosen)
+    if ntasks_per_node > 0:
+        return chosen, caps
+    tasks = deal(caps, ntasks, nodes_min, cpus_per_task, exclusive)
+    if tasks is None:
+        return None
+    return chosen, tasks
+
+
+def deal(holds: list, ntasks: int, nodes_min: int, cpus_per_task: int, exclusive: int):
+    """Tasks per chosen node, the nodes in the order they were taken, as Slurm 22.05 lays
+    them out; None if the nodes cannot hold them.  ``holds``: the tasks each node holds.
+
+    Measured on the real Slurm (docs/scheduling.md, "Tasks per node"): first each node
+    gets a limit, in order: what is left of the job's CPUs, less one CPU for each node
+    still needed to reach the job's minimum, at least one task, at most what it holds
+    (whole tasks; an exclusive job's nodes keep all they hold).  Then the tasks go one
+    per node in turns, up to those limits.  With a fixed node count that packs the first
+    nodes (-N2 -n4: 3+1); a node range spreads (-N2-4 -n6: 2+2+1+1).
+    """
+    c = cpus_per_task if cpus_per_task > 0 else 1
+    n = len(holds)
+    limits = [0] * n
+    rem = ntasks * c
+    m = nodes_min
+    k = 0
+    while k < n and not exclusive:
+        want = rem - (m - 1 if m > 1 else 0)
+        if want < c:
+            want = c
+        lim = holds[k] * c
+        if want < lim:
+            lim = want - want % c
+        limits[k] = lim // c
+        rem -= lim
+        m -= 1
+        k += 1
+    if exclusive:
+        limits = holds
     tasks = [0] * n
     remaining = ntasks
-    if ntasks_per_node > 0:
-        for k in range(n):
-            tasks[k] = caps[k]
-        return chosen, tasks
-    while remaining > 0:
-        progressed = 0
-        for k in range(n):
-            if remaining == 0:
-                break
-            if tasks[k] < caps[k]:
-                tasks[k] += 1
-                remaining -= 1
-                progressed = 1
-        if not progressed:
-            return None
-    return chosen, tasks
+    for bounds in (limits, holds):  # the limits, then (never needed so far) what nodes hold
+        progressed = 1
+        while remaining > 0 and progressed:
+            progressed = 0
+            k = 0
+            while k < n and remaining > 0:
+                if tasks[k] < bounds[k]:
+                    tasks[k] += 1
+                    remaining -= 1
+                    progressed = 1
+                k += 1
+    if remaining > 0:
+        return None
+    return tasks

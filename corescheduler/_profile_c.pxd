@@ -132,21 +132,19 @@ cpdef tuple sweep(Views v, Cands c, long first, long length, long nodes_min, lon
                   long cpus_per_task, long ntasks_per_node, long mem_per_node, long mem_per_cpu,
                   int exclusive, int lazy, Py_ssize_t skip)
 
-@cython.locals(got=tuple)
-cpdef object first_fit(Cands c, list names, Py_ssize_t lo, Py_ssize_t hi, long nodes_min, long nodes_max,
-                       long ntasks, long ntasks_per_node, long cpus_per_task, int exclusive,
-                       long mem_per_node, long mem_per_cpu)
+@cython.locals(got=tuple, tasks=list)
+cpdef object first_fit(Cands c, list names, object deal, Py_ssize_t lo, Py_ssize_t hi,
+                       long nodes_min, long nodes_max, long ntasks, long ntasks_per_node,
+                       long cpus_per_task, int exclusive, long mem_per_node, long mem_per_cpu)
 
 @cython.locals(cpus=list, mem=list, chosen_names=list, k=cython.Py_ssize_t, c=cython.long)
 cdef tuple _amounts(list chosen, list tasks, list names, long[::1] totals, long[::1] pos_of,
                     long cpus_per_task, int exclusive, long mem_per_node, long mem_per_cpu)
 
-@cython.locals(limit=cython.Py_ssize_t, chosen=list, held=list, tasks=list,
-               count=cython.Py_ssize_t, total=cython.long, p=cython.Py_ssize_t, cap=cython.long,
-               remaining=cython.long, k=cython.Py_ssize_t)
+@cython.locals(limit=cython.Py_ssize_t, chosen=list, held=list, count=cython.Py_ssize_t,
+               total=cython.long, p=cython.Py_ssize_t, cap=cython.long)
 cdef object _first_fit(long[::1] caps, long[::1] blk, long[::1] order, Py_ssize_t lo,
-                       Py_ssize_t hi, long nodes_min, long nodes_max, long ntasks,
-                       long ntasks_per_node)
+                       Py_ssize_t hi, long nodes_min, long nodes_max, long ntasks)
 
 cpdef tuple compact(Cands c, Py_ssize_t lo, Py_ssize_t hi, long nodes_min, long ntasks)
 

@@ -722,7 +722,7 @@ def _sweep(off, cnt, T, C, M, ev_off, ev_cnt, ev_node, nslots: int, order, pos_o
     return -1, 0
 
 
-def first_fit(c, names, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks: int,
+def first_fit(c, names, deal, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks: int,
               ntasks_per_node: int, cpus_per_task: int, exclusive: int, mem_per_node: int,
               mem_per_cpu: int):
     """place()'s first fit (_placement_py._first_fit) over the candidates ``c`` at the slot
@@ -731,14 +731,21 @@ def first_fit(c, names, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks
 
     The sweep's capacities are exactly those place() computes from the
     minima (with --ntasks-per-node: that many or none), so this takes the
-    same nodes, in preference order, and deals the tasks the same way,
-    without building lists for place() first.
+    same nodes, in preference order, without building lists for place()
+    first; ``deal`` is the placement kernel's deal(), which lays the tasks
+    out over them as place() does.
     """
-    got = _first_fit(c.caps, c.blk, c.order, lo, hi, nodes_min, nodes_max, ntasks,
-                     ntasks_per_node)
+    if 0 < ntasks < nodes_min:
+        nodes_min = ntasks  # as place(): every chosen node runs a task
+    got = _first_fit(c.caps, c.blk, c.order, lo, hi, nodes_min, nodes_max, ntasks)
     if got is None:
         return None
-    return _amounts(got[0], got[1], names, c.totals, c.pos_of, cpus_per_task, exclusive,
+    tasks = got[1]
+    if ntasks_per_node <= 0:
+        tasks = deal(tasks, ntasks, nodes_min, cpus_per_task, exclusive)
+        if tasks is None:
+            return None
+    return _amounts(got[0], tasks, names, c.totals, c.pos_of, cpus_per_task, exclusive,
                     mem_per_node, mem_per_cpu)
 
 
@@ -762,10 +769,8 @@ def _amounts(chosen, tasks, names, totals, pos_of, cpus_per_task: int, exclusive
     return chosen, chosen_names, tasks, cpus, mem
 
 
-def _first_fit(caps, blk, order, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks: int,
-               ntasks_per_node: int):
-    if 0 < ntasks < nodes_min:
-        nodes_min = ntasks  # as place(): every chosen node runs a task
+def _first_fit(caps, blk, order, lo: int, hi: int, nodes_min: int, nodes_max: int, ntasks: int):
+    """The chosen nodes and what each holds (with --ntasks-per-node: exactly that many)."""
     limit = nodes_max if nodes_max > 0 else hi - lo
     chosen = []
     held = []
@@ -783,18 +788,7 @@ def _first_fit(caps, blk, order, lo: int, hi: int, nodes_min: int, nodes_max: in
         p = _next_room(caps, blk, p + 1, hi)
     if count < nodes_min or total < ntasks:
         return None
-    if ntasks_per_node > 0:
-        return chosen, held
-    tasks = [0] * count
-    remaining = ntasks
-    while remaining > 0:  # round-robin, as place() deals them
-        for k in range(count):
-            if remaining == 0:
-                break
-            if tasks[k] < held[k]:
-                tasks[k] += 1
-                remaining -= 1
-    return chosen, tasks
+    return chosen, held
 
 
 def compact(c, lo: int, hi: int, nodes_min: int, ntasks: int):

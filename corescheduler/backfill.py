@@ -273,6 +273,7 @@ class _Planner:
         # First fit in preference order (place()'s 12-argument call): the main pass's best
         # fit would need every candidate of a Weight for each job (docs/scheduling.md).
         self.place = corescheduler.placement.place
+        self.deal = corescheduler.placement.deal
         names = profile.names
         nodes = scheduler.nodes
         self.pref = sorted(range(len(names)), key=lambda i: (nodes[names[i]].weight, i))
@@ -345,8 +346,8 @@ class _Planner:
                                          exclusive)
             else:  # place()'s first fit, over the sweep's capacities, in the kernel
                 alloc = None
-                result = self.k.first_fit(cands.views, p.names, cands.out[1], filled, nodes_min,
-                                          demand.nodes_max, demand.ntasks,
+                result = self.k.first_fit(cands.views, p.names, self.deal, cands.out[1], filled,
+                                          nodes_min, demand.nodes_max, demand.ntasks,
                                           demand.ntasks_per_node, demand.cpus_per_task,
                                           exclusive, demand.mem_per_node, demand.mem_per_cpu)
                 if result is not None and (not cands.required

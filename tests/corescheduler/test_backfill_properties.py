@@ -466,7 +466,8 @@ def test_kernel_first_fit_is_place_first_fit(k, data) -> None:
                                                           mpn, mpc, excl, ntpn)
         cands.blk[p >> 6] += cands.caps[p] > 0  # as a sweep counts them
     names = [f"n{i}" for i in range(n)]
-    got = k.first_fit(views, names, 0, n, nmin, nmax, ntasks, ntpn, cpt, excl, mpn, mpc)
+    got = k.first_fit(views, names, _placement_py.deal, 0, n, nmin, nmax, ntasks, ntpn, cpt, excl,
+                      mpn, mpc)
     want = _placement_py.place([max(c, 0) for c in wcpu], wmem, totals, order, nmin, nmax, ntasks,
                                cpt, ntpn, mpn, mpc, excl)
     assert (None if got is None else (list(got[0]), list(got[2]))) == \
@@ -507,8 +508,8 @@ def test_sweep_over_long_lists_by_brute_force(k, data) -> None:
     assert got == want
     if want >= 0:
         assert cands.out[0] == next(p for p, c in enumerate(caps) if c > 0)
-        fit = k.first_fit(cands.views, [str(i) for i in range(n)], cands.out[1], filled, 1, 0,
-                          ntasks, 0, 1, 0, 0, 0)
+        fit = k.first_fit(cands.views, [str(i) for i in range(n)], _placement_py.deal,
+                          cands.out[1], filled, 1, 0, ntasks, 0, 1, 0, 0, 0)
         mins = [t.window_min(i, want, want + length) for i in range(n)]
         place = _placement_py.place([m[0] for m in mins], [m[1] for m in mins], [4] * n, order,
                                     1, 0, ntasks, 1, 0, 0, 0, 0)

@@ -4,10 +4,8 @@ Each case is an experiment run on the anchor (four nodes n1-n4 of 4 CPUs and
 2800 MB, DefMemPerCPU=256, select/cons_tres CR_Core_Memory): some nodes were
 filled with `sbatch -w nX -nU` jobs, then a probe job was submitted and
 `scontrol show job -d` gave its nodes and CPUs per node (docs/scheduling.md,
-"Placement: best fit").  Both twins must choose the nodes Slurm chose.  The
-tasks are dealt round-robin over them (plurm's layout so far): Slurm packs
-the first nodes instead (`-N2 -n4`: 3+1), which the tables keep for the
-record (`slurm_cpus`); the totals agree.
+"Placement: best fit").  Both twins must choose the nodes Slurm chose and lay
+the tasks out as it did (`-N2 -n4` on idle nodes: 3+1; `-N2-4 -n6`: 2+2+1+1).
 """
 
 from __future__ import annotations
@@ -27,24 +25,9 @@ UNIFORM = [1, 1, 1, 1]
 N2_HEAVY = [1, 2, 1, 1]  # n2 Weight=2
 
 
-def _round_robin(ntasks: int, holds: list[int]) -> list[int]:
-    tasks = [0] * len(holds)
-    while ntasks:
-        for k, hold in enumerate(holds):
-            if ntasks and tasks[k] < hold:
-                tasks[k] += 1
-                ntasks -= 1
-    return tasks
-
-
 def _check(kernel, free: list[int], opts: dict, nodes: list[int], slurm_cpus: list[int], **extra) -> None:
     chosen, cpus = _probe(kernel, free, **opts, **extra)
-    assert chosen == nodes
-    c = opts.get("c", 1)
-    free_mem = extra.get("free_mem") or [MEM - (4 - f) * PER_CPU for f in free]
-    holds = [min(free[i - 1] // c, free_mem[i - 1] // (PER_CPU * c)) for i in nodes]
-    assert cpus == [t * c for t in _round_robin(opts.get("n", 1), holds)]
-    assert sum(cpus) == sum(slurm_cpus)
+    assert (chosen, cpus) == (nodes, slurm_cpus)
 
 
 def _probe(kernel, free: list[int], *, n: int = 1, nodes: tuple[int, int] = (1, 0), c: int = 1,
@@ -146,10 +129,72 @@ def test_node_maximum_drops_the_smallest_nodes(kernel) -> None:
 
 @pytest.mark.parametrize("kernel", TWINS)
 def test_without_weights_first_fit_as_before(kernel) -> None:
-    # The 12-argument call (backfill's) keeps the first-fit choice and round-robin tasks.
+    # The 12-argument call (backfill's) keeps the first-fit choice; tasks as Slurm lays them.
     assert kernel.place([4, 2, 1, 3], [9999] * 4, [4] * 4, [0, 1, 2, 3], 1, 0, 1, 1, 0, 0, 0, 0) == ([0], [1])
     assert kernel.place([4, 4, 4, 4], [9999] * 4, [4] * 4, [0, 1, 2, 3], 2, 2, 4, 1, 0, 0, 0, 0) == (
-        [0, 1], [2, 2])
+        [0, 1], [3, 1])
+    assert kernel.place([4, 4, 4, 4], [9999] * 4, [4] * 4, [0, 1, 2, 3], 2, 4, 6, 1, 0, 0, 0, 0) == (
+        [0, 1], [4, 2])  # first fit stops at the first nodes that hold the job
+
+
+# Tasks per node on the real Slurm 22.05.8 (same anchor, 2026-11-29): SLURM_TASKS_PER_NODE,
+# `scontrol show job -d` CPU_IDs and `srun -l` ranks agreed in every case; free CPUs per node
+# (a node with fewer had `sbatch -w nX -nU` jobs), options, nodes, CPUs per node.
+IDLE = [4, 4, 4, 4]
+TASK_LAYOUT_CASES = [
+    (IDLE, dict(n=2, nodes=(2, 2)), [1, 2], [1, 1]),
+    (IDLE, dict(n=3, nodes=(2, 2)), [1, 2], [2, 1]),
+    (IDLE, dict(n=4, nodes=(2, 2)), [1, 2], [3, 1]),
+    (IDLE, dict(n=5, nodes=(2, 2)), [1, 2], [4, 1]),
+    (IDLE, dict(n=6, nodes=(2, 2)), [1, 2], [4, 2]),
+    (IDLE, dict(n=7, nodes=(2, 2)), [1, 2], [4, 3]),
+    (IDLE, dict(n=8, nodes=(2, 2)), [1, 2], [4, 4]),
+    (IDLE, dict(n=3, nodes=(3, 3)), [1, 2, 3], [1, 1, 1]),
+    (IDLE, dict(n=4, nodes=(3, 3)), [1, 2, 3], [2, 1, 1]),
+    (IDLE, dict(n=5, nodes=(3, 3)), [1, 2, 3], [3, 1, 1]),
+    (IDLE, dict(n=6, nodes=(3, 3)), [1, 2, 3], [4, 1, 1]),
+    (IDLE, dict(n=7, nodes=(3, 3)), [1, 2, 3], [4, 2, 1]),
+    (IDLE, dict(n=9, nodes=(3, 3)), [1, 2, 3], [4, 4, 1]),
+    (IDLE, dict(n=5, nodes=(4, 4)), [1, 2, 3, 4], [2, 1, 1, 1]),
+    (IDLE, dict(n=6, nodes=(4, 4)), [1, 2, 3, 4], [3, 1, 1, 1]),
+    (IDLE, dict(n=9, nodes=(4, 4)), [1, 2, 3, 4], [4, 3, 1, 1]),
+    (IDLE, dict(n=13, nodes=(4, 4)), [1, 2, 3, 4], [4, 4, 4, 1]),
+    (IDLE, dict(n=3, nodes=(2, 2), c=2), [1, 2], [4, 2]),
+    (IDLE, dict(n=4, nodes=(2, 2), c=2), [1, 2], [4, 4]),
+    (IDLE, dict(n=4, nodes=(3, 3), c=2), [1, 2, 3], [4, 2, 2]),
+    (IDLE, dict(n=5, nodes=(1, 2)), [1, 2], [4, 1]),
+    (IDLE, dict(n=4, nodes=(2, 3)), [1, 2, 3], [2, 1, 1]),
+    (IDLE, dict(n=5, nodes=(2, 3)), [1, 2, 3], [3, 1, 1]),
+    (IDLE, dict(n=7, nodes=(2, 3)), [1, 2, 3], [3, 3, 1]),
+    (IDLE, dict(n=3, nodes=(2, 4)), [1, 2, 3], [1, 1, 1]),
+    (IDLE, dict(n=5, nodes=(2, 4)), [1, 2, 3, 4], [2, 1, 1, 1]),
+    (IDLE, dict(n=6, nodes=(2, 4)), [1, 2, 3, 4], [2, 2, 1, 1]),
+    (IDLE, dict(n=7, nodes=(2, 4)), [1, 2, 3, 4], [3, 2, 1, 1]),
+    (IDLE, dict(n=8, nodes=(2, 4)), [1, 2, 3, 4], [3, 3, 1, 1]),
+    (IDLE, dict(n=9, nodes=(2, 4)), [1, 2, 3, 4], [4, 3, 1, 1]),
+    (IDLE, dict(n=10, nodes=(2, 4)), [1, 2, 3, 4], [4, 3, 2, 1]),
+    (IDLE, dict(n=6, nodes=(3, 4)), [1, 2, 3, 4], [3, 1, 1, 1]),
+    (IDLE, dict(n=6, nodes=(1, 4)), [1, 2, 3, 4], [2, 2, 1, 1]),
+    (IDLE, dict(n=6, nodes=(2, 4), c=2), [1, 2, 3, 4], [4, 4, 2, 2]),
+    (IDLE, dict(n=5), [1, 2], [4, 1]),
+    (IDLE, dict(n=6), [1, 2], [4, 2]),
+    (IDLE, dict(n=9), [1, 2, 3], [4, 4, 1]),
+    ([2, 4, 4, 4], dict(n=4, nodes=(2, 2)), [1, 2], [2, 2]),
+    ([2, 4, 4, 4], dict(n=5, nodes=(2, 2)), [1, 2], [2, 3]),
+    ([2, 4, 4, 4], dict(n=5, nodes=(3, 3)), [1, 2, 3], [2, 2, 1]),
+    ([1, 4, 4, 4], dict(n=4, nodes=(2, 2)), [1, 2], [1, 3]),
+    ([1, 4, 4, 4], dict(n=7, nodes=(3, 4)), [1, 2, 3, 4], [1, 3, 2, 1]),
+    ([1, 4, 4, 4], dict(n=6, nodes=(2, 4)), [1, 2, 3, 4], [1, 3, 1, 1]),
+    ([4, 1, 4, 4], dict(n=5, nodes=(2, 2)), [1, 2], [4, 1]),
+    ([4, 1, 4, 4], dict(n=7, nodes=(2, 4)), [1, 2, 3, 4], [3, 1, 2, 1]),
+    ([4, 1, 4, 4], dict(n=6), [1, 2, 3], [4, 1, 1]),
+]
+
+
+@pytest.mark.parametrize("kernel", TWINS)
+@pytest.mark.parametrize(("free", "opts", "nodes", "slurm_cpus"), TASK_LAYOUT_CASES)
+def test_tasks_per_node_as_slurm_lays_them(kernel, free, opts, nodes, slurm_cpus) -> None:
+    _check(kernel, free, opts, nodes, slurm_cpus)
 
 
 @pytest.mark.parametrize("kernel", TWINS)
