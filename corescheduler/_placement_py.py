@@ -17,12 +17,12 @@ as the pure-Python twin.  plurm.corescheduler picks one at import time.
   the fewest free resources that still holds it (best fit); otherwise it
   takes the set's nodes from its start, each counted as full as the nodes
   still needed allow.  A node range (`-N2-4`) takes as many nodes as it
-  can, up to its maximum (one task per node at least).  Tasks are then
-  dealt round-robin over the chosen nodes up to each node's capacity
-  (`-N2 -n4` is 2+2; Slurm packs the first node, 3+1: see the docs).
+  can, up to its maximum (one task per node at least).
 * Without it (``node_weight=None``, the 12-argument call backfill makes):
-  the first nodes in the order given that hold a task, tasks dealt
-  round-robin up to each node's capacity.
+  the first nodes in the order given that hold a task.
+
+Either way the tasks are then laid out over the chosen nodes as Slurm does
+(deal(), measured: `-N2 -n4` is 3+1, `-N2-4 -n6` 2+2+1+1).
 """
 
 from array import array
