@@ -742,9 +742,12 @@ def first_fit(c, names, deal, lo: int, hi: int, nodes_min: int, nodes_max: int, 
         return None
     tasks = got[1]
     if ntasks_per_node <= 0:
-        tasks = deal(tasks, ntasks, nodes_min, cpus_per_task, exclusive)
-        if tasks is None:
-            return None
+        if len(tasks) == 1:
+            tasks = [ntasks]  # what deal() gives one node that holds the job, without the call
+        else:
+            tasks = deal(tasks, ntasks, nodes_min, cpus_per_task, exclusive)
+            if tasks is None:
+                return None
     return _amounts(got[0], tasks, names, c.totals, c.pos_of, cpus_per_task, exclusive,
                     mem_per_node, mem_per_cpu)
 
