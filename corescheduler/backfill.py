@@ -281,8 +281,10 @@ class _Planner:
         # Availability only shrinks during a cycle, so a job shape that could
         # not start before slot s cannot start before s later in the cycle
         # either: identical jobs (array tasks) resume their search there, and
-        # skip the nodes before the first one that had room at s.
-        self.earliest: dict[tuple, tuple[int, int]] = {}
+        # skip the nodes before the first one that had room at s.  Nor can a
+        # longer job of the shape (the same room for longer): keyed by the shape
+        # without its length, then by length.
+        self.earliest: dict[tuple, dict[int, tuple[int, int]]] = {}
         self.never_now: set[tuple] = set()
         # Free resources now only change when a job starts: a shape that fits them
         # keeps fitting until the next start (shape -> starts counted when it did).
@@ -496,12 +498,18 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
             done.add(task)
 
         cands, key, length = shape
-        first, skip = planner.earliest.get(key, (0, 0))
+        family = planner.earliest.get(key[:2])
+        if family is None:
+            family = planner.earliest[key[:2]] = {}
+        first = skip = 0
+        for other, (slot, room) in family.items():
+            if other <= length and (slot > first or (slot == first and room > skip)):
+                first, skip = slot, room
         if first < profile.nslots:
             slot, alloc, room, nodes = planner.find(cands, demand, length, first, skip=skip)
         else:
             slot, alloc, room, nodes = -1, None, -1, None
-        planner.earliest[key] = (slot, max(room, 0)) if slot >= 0 else (profile.nslots, 0)
+        family[length] = (slot, max(room, 0)) if slot >= 0 else (profile.nslots, 0)
 
         if slot == 0 and alloc is not None:
             scheduler.allocate(alloc)
