@@ -38,9 +38,12 @@ cpdef Py_ssize_t build(long[::1] free_cpus, long[::1] free_mem, long[::1] total_
                        long[::1] zs,
                        long[::1] ze, long[::1] bs, long[::1] be) except -1
 
-@cython.locals(o=cython.Py_ssize_t, n=cython.Py_ssize_t, j=cython.Py_ssize_t, full=cython.long)
 cdef void _runs(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] tot,
                 long[::1] zs, long[::1] ze, long[::1] bs, long[::1] be, Py_ssize_t node) noexcept
+
+@cython.locals(j=cython.Py_ssize_t)
+cdef inline void _first_run(long[::1] T, long[::1] C, Py_ssize_t o, Py_ssize_t n, long below,
+                            long[::1] starts, long[::1] ends, Py_ssize_t node) noexcept
 
 @cython.locals(v=cython.Py_ssize_t, a=cython.long, b=cython.long)
 cpdef void tree_set(long[::1] tzs, long[::1] tze, Py_ssize_t size, Py_ssize_t pos, long zsv,

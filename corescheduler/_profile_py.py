@@ -212,31 +212,24 @@ def build(free_cpus, free_mem, total_cpus, total_mem, rel_node, rel_slot, rel_cp
 def _runs(off, cnt, T, C, tot, zs, ze, bs, be, node: int):
     """The node's first run of slots with no free CPU (zs/ze) and its first run
     of slots with fewer than ``tot[node]`` free (bs/be)."""
-    o = off[node]
-    n = cnt[node]
-    full = tot[node]
+    _first_run(T, C, off[node], cnt[node], 1, zs, ze, node)
+    _first_run(T, C, off[node], cnt[node], tot[node], bs, be, node)
+
+
+def _first_run(T, C, o: int, n: int, below: int, starts, ends, node: int):
+    """The first run of the node's segments T[o:o+n] with fewer than ``below`` free
+    CPUs, into starts[node]/ends[node] (FOREVER: none, or it never ends)."""
     j = 0
-    while j < n and C[o + j] > 0:
+    while j < n and C[o + j] >= below:
         j += 1
     if j == n:
-        zs[node] = FOREVER
-        ze[node] = FOREVER
-    else:
-        zs[node] = T[o + j]
-        while j < n and C[o + j] <= 0:
-            j += 1
-        ze[node] = T[o + j] if j < n else FOREVER
-    j = 0
-    while j < n and C[o + j] >= full:
+        starts[node] = FOREVER
+        ends[node] = FOREVER
+        return
+    starts[node] = T[o + j]
+    while j < n and C[o + j] < below:
         j += 1
-    if j == n:
-        bs[node] = FOREVER
-        be[node] = FOREVER
-    else:
-        bs[node] = T[o + j]
-        while j < n and C[o + j] < full:
-            j += 1
-        be[node] = T[o + j] if j < n else FOREVER
+    ends[node] = T[o + j] if j < n else FOREVER
 
 
 def tree_set(tzs, tze, size: int, pos: int, zsv: int, zev: int):
