@@ -219,15 +219,8 @@ def _best_fit(free_cpus: list, free_mem: list, total_cpus: list, order: list,
                     fit = k
                 k += 1
             if fit >= 0:
-                take = _take(caps[fit], rem_tasks, min_rem, ntasks_per_node, exclusive)
-                chosen.append(order[fit])
-                holds.append(caps[fit])
-                caps[fit] = 0
-                rem_tasks -= take
-                rem_nodes -= 1
-                min_rem -= 1
-                left -= 1
-                continue
+                best = fit
+                best_end = fit + 1
         k = best
         while k < best_end and left > 0 and (rem_nodes > 0 or rem_tasks > 0):
             take = _take(caps[k], rem_tasks, min_rem, ntasks_per_node, exclusive)
