@@ -16,7 +16,7 @@ import sys
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
-SUBPACKAGES = ["corescheduler", "nodeagent", "plugins", "accel", "grammar", "tools"]
+SUBPACKAGES = ["corescheduler", "nodeagent", "wire", "common", "plugins", "accel", "grammar", "tools"]
 
 # Each kernel is compiled from a ``*_c.py`` link to its pure-Python twin
 # ``*_py.py`` (aiohttp's reader_c/reader_py arrangement), typed by ``*_c.pxd``.
@@ -107,7 +107,7 @@ setup(
     python_requires=">=3.10",
     packages=packages,
     package_dir=package_dir,
-    package_data={"plurm.grammar": ["*.lark"], "plurm.corescheduler": ["*.pxd"]},
+    package_data={"plurm.grammar": ["*.lark"], "plurm.corescheduler": ["*.pxd"], "plurm.tools": ["texts/*.txt"]},
     ext_modules=_extensions(),
     cmdclass={"build_ext": OptionalBuildExt},
     install_requires=[
@@ -123,6 +123,7 @@ setup(
             "pytest-xdist>=3",
             "pytest-timeout>=2",
             "hypothesis>=6",
+            "import-linter>=2.1",  # the import contract (pyproject.toml), run by tests/architecture
             # The vendor libraries' Python packages run for real against fake
             # libnvidia-ml/libamd_smi built by the tests; OpenCL runs on PoCL's CPU device.
             "nvidia-ml-py",

@@ -3,8 +3,8 @@
 Kernels are chosen at first use, msgpack-style: PLURM_NO_EXTENSIONS=1
 forces the pure-Python twins; otherwise the compiled modules are used when
 they were built.  ``COMPILED`` tells which path runs (True only when every
-kernel is compiled).  The choice is lazy so that the user commands, which
-import this package for its client, do not load the kernels.
+kernel is compiled).  The choice is lazy, so importing a module of the core
+does not load kernels it does not use.
 """
 
 from __future__ import annotations

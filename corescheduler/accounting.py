@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plurm.corescheduler import model, protocol
+from plurm.wire import model, protocol
 from plurm.corescheduler.state import ClusterState, parse_task_ids
 
 

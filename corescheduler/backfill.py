@@ -40,8 +40,8 @@ from types import ModuleType
 from typing import Iterable
 
 from plurm import corescheduler
-from plurm.corescheduler import gres
-from plurm.corescheduler.model import Job, Partition
+from plurm.common import gres
+from plurm.wire.model import Job, Partition
 from plurm.corescheduler.scheduler import (
     REASON_PRIORITY,
     REASON_RESOURCES,

@@ -26,9 +26,9 @@ from typing import Any
 
 import zmq
 
-from plurm.corescheduler import model, protocol, wire
-from plurm.corescheduler.client import key_path_for
-from plurm.corescheduler.model import Node, Partition
+from plurm.wire import model, protocol, envelope
+from plurm.wire.client import key_path_for
+from plurm.wire.model import Node, Partition
 from plurm.corescheduler.state import ClusterState, Outgoing, RequestError, parse_task_ids
 from plurm.corescheduler.store import StateStore
 
@@ -109,7 +109,7 @@ class Controller:
         self.conf = load_slurm_conf(self.conf_path)
         for warning in self.conf.warnings:
             log.warning("%s", warning)
-        self.key = wire.load_key(key_path_for(self.conf_path))
+        self.key = envelope.load_key(key_path_for(self.conf_path))
         state_dir = self.conf.state_save_location or os.path.join(os.path.dirname(self.conf_path), "state")
         os.makedirs(state_dir, exist_ok=True)
         self.store = StateStore(os.path.join(state_dir, "plurm_state.db"))
@@ -136,7 +136,7 @@ class Controller:
 
         self.state.scheduler_type = (self.conf.get("SchedulerType") or "sched/backfill").lower()
         self.state.backfill_params = BackfillParams.from_scheduler_parameters(self.conf.get("SchedulerParameters") or "")
-        self.replays = wire.ReplayGuard()
+        self.replays = envelope.ReplayGuard()
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 1000)
@@ -173,17 +173,17 @@ class Controller:
     # ------------------------------------------------------------------ transport
     def reply(self, ident: bytes, header: dict, body: Any) -> None:
         payload = body if isinstance(body, bytes) else protocol.encode(body)
-        self.outbox.append([ident, b""] + wire.seal_raw(self.key, "reply", payload, header.get("id")))
+        self.outbox.append([ident, b""] + envelope.seal_raw(self.key, "reply", payload, header.get("id")))
 
     def reply_error(self, ident: bytes, parent: str | None, message: str, code: str,
                     detail: str | None = None) -> None:
         body = {"message": message, "code": code}
         if detail:
             body["detail"] = detail
-        self.outbox.append([ident, b""] + wire.seal(self.key, "error", body, parent))
+        self.outbox.append([ident, b""] + envelope.seal(self.key, "error", body, parent))
 
     def send_node(self, out: Outgoing) -> None:
-        frames = wire.seal(self.key, out.msg_type, out.body)
+        frames = envelope.seal(self.key, out.msg_type, out.body)
         self.outbox.append([NODE_PREFIX + out.node.encode(), b""] + frames)
 
     def flush(self) -> None:
@@ -203,12 +203,12 @@ class Controller:
         ident = frames[0]
         body_frames = frames[2:] if frames[1] == b"" else frames[1:]
         try:
-            header, raw = wire.open_envelope(self.key, body_frames)
+            header, raw = envelope.open_envelope(self.key, body_frames)
             self.replays.check(header)
-        except wire.AuthError as exc:
+        except envelope.AuthError as exc:
             log.warning("dropped message from unauthenticated peer: %s", exc)
             return
-        except wire.WireError as exc:
+        except envelope.WireError as exc:
             log.warning("bad message: %s", exc)
             self.reply_error(ident, None, str(exc), exc.code)
             return
@@ -484,14 +484,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", action="count", default=0, help="more verbose logging")
     parser.add_argument("--pidfile", help="write the daemon's pid here")
     args = parser.parse_args(argv)
-    from plurm.corescheduler.client import conf_path
+    from plurm.wire.client import conf_path
 
     conf = args.conf or conf_path()
     level = logging.DEBUG if args.v >= 2 else logging.INFO
     logging.basicConfig(filename=args.logfile, level=level,
                         format="[%(asctime)s] %(name)s: %(levelname)s: %(message)s")
     if not args.D:
-        from plurm.tools.daemonize import daemonize
+        from plurm.common.daemon import daemonize
 
         daemonize()
     try:

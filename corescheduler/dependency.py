@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from plurm.corescheduler import model
-from plurm.corescheduler.model import Job
+from plurm.wire import model
+from plurm.wire.model import Job
 from plurm.corescheduler.scheduler import REASON_DEP_NEVER, REASON_DEPENDENCY
 from plurm.corescheduler.store import StateStore
 

@@ -14,7 +14,7 @@ Slots are the profile's; ``nslots`` and beyond means for ever.
 
 from __future__ import annotations
 
-from plurm.corescheduler import gres
+from plurm.common import gres
 from plurm.corescheduler.scheduler import Scheduler
 
 # One hold on a node: (GRES name, unit index, first slot, end slot (exclusive)).

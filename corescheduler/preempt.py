@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plurm.corescheduler.model import RUNNING, Job, Partition
+from plurm.wire.model import RUNNING, Job, Partition
 
 CANCEL = "CANCEL"
 REQUEUE = "REQUEUE"

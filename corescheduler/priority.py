@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from plurm.corescheduler.model import Job
+from plurm.wire.model import Job
 
 # sched/builtin's numbering for priority/basic: the first job gets TOP - 1, the next TOP - 2, ...
 TOP_PRIORITY = 0xFFFF0000

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 from plurm import corescheduler
 from plurm.corescheduler import constraint as constraints
-from plurm.corescheduler import gres
+from plurm.common import gres
 from plurm.corescheduler.gcpause import collector_paused
-from plurm.corescheduler.model import Job, JobSpec, Node, Partition
+from plurm.wire.model import Job, JobSpec, Node, Partition
 
 # Slurm's pending reasons (squeue %r).
 REASON_RESOURCES = "Resources"

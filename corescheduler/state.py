@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from plurm.corescheduler import model
-from plurm.corescheduler.model import Job, JobSpec, Node, Partition, StepRecord
+from plurm.wire import model
+from plurm.wire.model import Job, JobSpec, Node, Partition, StepRecord
 from plurm.corescheduler.scheduler import (
     REASON_RESOURCES,
     REASON_BEGIN_TIME,

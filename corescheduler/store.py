@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 
 import msgspec
 
-from plurm.corescheduler.model import Job, StepRecord
+from plurm.wire.model import Job, StepRecord
 
 SCHEMA_VERSION = 1
 

@@ -29,9 +29,10 @@ from typing import Any
 import psutil
 import zmq
 
-from plurm.corescheduler import protocol, wire
-from plurm.corescheduler.client import conf_path, key_path_for
-from plurm.nodeagent import environment, launch
+from plurm.wire import protocol, envelope
+from plurm.wire.client import conf_path, key_path_for
+from plurm.common import environment
+from plurm.nodeagent import launch
 from plurm.nodeagent.devices import NodeDevices, UsageStats
 
 log = logging.getLogger("plurmd")
@@ -66,7 +67,7 @@ class NodeDaemon:
             raise SystemExit(f"plurmd: error: node {node_name} not found in {self.conf_path}")
         self.name = node_name
         self.node_conf = self.conf.nodes[node_name]
-        self.key = wire.load_key(key_path_for(self.conf_path))
+        self.key = envelope.load_key(key_path_for(self.conf_path))
         spool = (self.conf.get("SlurmdSpoolDir") or os.path.join(os.path.dirname(self.conf_path), "spool", "%n"))
         self.spool = spool.replace("%n", node_name).replace("%h", socket.gethostname())
         os.makedirs(self.spool, exist_ok=True)
@@ -75,7 +76,7 @@ class NodeDaemon:
         self.steps: dict[tuple[int, int], subprocess.Popen] = {}
         self.unacked: dict[int, dict[str, Any]] = {}
         self.step_kill_at: dict[tuple[int, int], float] = {}
-        self.replays = wire.ReplayGuard()
+        self.replays = envelope.ReplayGuard()
         self.ctx = zmq.Context()
         self.ctld = self.ctx.socket(zmq.DEALER)
         self.ctld.setsockopt(zmq.ROUTING_ID, b"node:" + node_name.encode())
@@ -110,7 +111,7 @@ class NodeDaemon:
     # ------------------------------------------------------------------ messaging
     def send_ctld(self, msg_type: str, body: dict[str, Any]) -> None:
         try:
-            self.ctld.send_multipart([b""] + wire.seal(self.key, msg_type, body), flags=zmq.NOBLOCK)
+            self.ctld.send_multipart([b""] + envelope.seal(self.key, msg_type, body), flags=zmq.NOBLOCK)
         except zmq.Again:
             log.debug("controller queue full; %s dropped (will be resent)", msg_type)
 
@@ -169,12 +170,12 @@ class NodeDaemon:
 
     def _open(self, frames: list[bytes]) -> tuple[dict, Any] | None:
         try:
-            header, raw = wire.open_envelope(self.key, frames)
+            header, raw = envelope.open_envelope(self.key, frames)
             self.replays.check(header)
             return header, protocol.decode_body(header["type"], raw)
-        except wire.AuthError as exc:
+        except envelope.AuthError as exc:
             log.warning("dropped unauthenticated message: %s", exc)
-        except (wire.WireError, protocol.SchemaError) as exc:
+        except (envelope.WireError, protocol.SchemaError) as exc:
             log.warning("bad message: %s", exc)
         return None
 
@@ -284,7 +285,7 @@ class NodeDaemon:
             reply = {"error": str(exc)}
         kind = "error" if "error" in reply else "reply"
         body = {"message": reply["error"], "code": "LaunchError"} if kind == "error" else reply
-        self.srv.send_multipart([ident, b""] + wire.seal(self.key, kind, body, header.get("id")))
+        self.srv.send_multipart([ident, b""] + envelope.seal(self.key, kind, body, header.get("id")))
 
     def launch_step(self, header: dict, msg: protocol.LaunchTasks) -> dict[str, Any]:
         if header["uid"] not in (0, os.getuid(), msg.uid):
@@ -396,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(filename=args.logfile, level=logging.DEBUG if args.v >= 2 else logging.INFO,
                         format="[%(asctime)s] plurmd-%(name)s: %(levelname)s: %(message)s")
     if not args.D:
-        from plurm.tools.daemonize import daemonize
+        from plurm.common.daemon import daemonize
 
         daemonize()
     node = args.node or socket.gethostname().split(".", 1)[0]

@@ -19,7 +19,7 @@ import logging
 import os
 from typing import Any
 
-from plurm.corescheduler import gres
+from plurm.common import gres
 
 log = logging.getLogger("plurmd")
 

@@ -15,8 +15,9 @@ import subprocess
 import sys
 from typing import Any
 
-from plurm.corescheduler import protocol
-from plurm.nodeagent import environment, filenames
+from plurm.wire import protocol
+from plurm.common import environment
+from plurm.nodeagent import filenames
 
 
 class LaunchError(Exception):

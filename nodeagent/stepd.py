@@ -18,14 +18,14 @@ import sys
 
 import zmq
 
-from plurm.corescheduler import wire
-from plurm.nodeagent import environment
+from plurm.wire import envelope
+from plurm.common import environment
 
 
 def main() -> int:
     payload = json.loads(sys.stdin.buffer.read())
     msg, node_name = payload["msg"], payload["node"]
-    key = wire.load_key(payload["key_path"])
+    key = envelope.load_key(payload["key_path"])
     # Signals from plurmd hit the whole process group: the tasks handle them;
     # this process stays to report how they ended.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -36,7 +36,7 @@ def main() -> int:
     sock.connect(f"tcp://{msg['io_host']}:{msg['io_port']}")
 
     def send(kind: str, body: dict) -> None:
-        sock.send_multipart([b""] + wire.seal(key, kind, body))
+        sock.send_multipart([b""] + envelope.seal(key, kind, body))
 
     selector = selectors.DefaultSelector()
     procs: dict[int, subprocess.Popen] = {}

@@ -12,17 +12,16 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
-
-if TYPE_CHECKING:  # the model is plain data; no import cost at run time
-    from plurm.accel.model import Device
+from typing import Any, Union
 
 __all__ = ["AccelBackend", "PreemptPlugin", "PriorityPlugin", "Ref", "callable_path", "resolve"]
 
 # A callable, or "module:qualname" naming one.
 Ref = Union[str, Callable[..., Any]]
 
-# Signatures, for the reader (and type checkers) — every one takes plain data:
+# Signatures, for the reader (and type checkers) — every one takes plain data.  Device is
+# plurm.accel.model.Device, named as a string: the plugin API sits below the accelerator
+# layer (accel imports plugins, never the other way round).
 #   detect(options: Mapping[str, str]) -> list[Device]
 #   binding_env(devices: Sequence[Device], use_uuid: bool = False) -> dict[str, str]
 #   usage(devices: Sequence[Device], options: Mapping[str, str])

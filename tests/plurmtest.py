@@ -45,14 +45,14 @@ class Cluster:
         return int(out.split(";")[0])
 
     def job(self, job_id: int | str) -> dict:
-        from plurm.corescheduler.client import read_settings, request
+        from plurm.wire.client import read_settings, request
 
         jobs = request("job_info", {"job_ids": [str(job_id)], "all_states": True},
                        read_settings(str(self.conf)))["jobs"]
         return jobs[0] if jobs else {}
 
     def request(self, msg_type: str, body: dict) -> dict:
-        from plurm.corescheduler.client import read_settings, request
+        from plurm.wire.client import read_settings, request
 
         return request(msg_type, body, read_settings(str(self.conf)))
 

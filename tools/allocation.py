@@ -6,7 +6,7 @@ import sys
 import time
 from typing import Any
 
-from plurm.corescheduler.client import ClientError, Connection
+from plurm.wire.client import ClientError, Connection
 
 
 class AllocationError(Exception):

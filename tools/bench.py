@@ -28,7 +28,7 @@ def run_bench(what: str, rest: list[str]) -> int:
               "install with `pip install -e .` from a checkout to run them", file=sys.stderr)
         return 1
     if what == "e2e":
-        from plurm.corescheduler.client import conf_path
+        from plurm.wire.client import conf_path
 
         argv = [sys.executable, str(bench / "e2e.py"), "--bin-dir", str(Path(sys.executable).parent),
                 "--env", f"SLURM_CONF={conf_path()}", *rest]

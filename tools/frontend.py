@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # annotations only (start-up cost)
 def parse_or_answer(prog: str, parse: Callable[..., Any], *args: Any) -> tuple[Any, int | None]:
     """(request, None) to go on, or (None, exit code) when the command is done."""
     from plurm.grammar.options import OptionError
-    from plurm.grammar.sbatch_cli import help_text, usage_text, version_text
+    from plurm.tools.sbatch_cli import help_text, usage_text, version_text
 
     try:
         req = parse(*args)

@@ -1,8 +1,8 @@
 """From parsed sbatch/srun/salloc options to the JobSpec the controller takes.
 
-The options come from grammar/sbatch_cli.py (long option name -> typed
+The options come from tools/sbatch_cli.py (long option name -> typed
 value); the result is a plain dict with JobSpec's field names (see
-corescheduler/model.py), which the controller validates against the schema.
+wire/model.py), which the controller validates against the schema.
 Plain dicts, because the commands must not import msgspec on their
 start-up path.  Options plurm does not act on yet are kept, as given, in
 ``other_options`` so that `scontrol show job` can show them.
@@ -111,7 +111,7 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
             gres.append(f"{key}={_gres_text(options[key])}")
     if gres:
         spec["gres"] = " ".join(gres)
-    from plurm.corescheduler.gres import request_from_options
+    from plurm.common.gres import request_from_options
 
     gres_req = request_from_options(options)
     if gres_req:

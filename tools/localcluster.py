@@ -20,8 +20,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from plurm.corescheduler import wire
-from plurm.corescheduler.client import ClientError, Connection, default_cluster_dir, read_settings
+from plurm.wire import envelope
+from plurm.wire.client import ClientError, Connection, default_cluster_dir, read_settings
 
 CTLD_MODULE = "plurm.corescheduler.controller"
 NODED_MODULE = "plurm.nodeagent.daemon"
@@ -117,7 +117,7 @@ class LocalCluster:
         if not os.path.exists(self.key_path):
             fd = os.open(self.key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as handle:
-                handle.write(wire.new_key() + b"\n")
+                handle.write(envelope.new_key() + b"\n")
         if os.path.exists(self.conf_path):
             return False
         text = render_conf(self.dir, shape, _free_port_block(shape.nodes + 2))

@@ -269,7 +269,7 @@ def run(opts: Options) -> int:
     elif not opts.allusers and os.getuid() != 0 and not opts.jobs:
         body["users"] = [str(os.getuid())]
 
-    from plurm.corescheduler.client import ClientError, request
+    from plurm.wire.client import ClientError, request
 
     try:
         reply = request("acct_query", body)

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f" {exc}", file=sys.stderr)
         return 1
-    from plurm.corescheduler.client import ClientError, request
+    from plurm.wire.client import ClientError, request
 
     body = {"action": action, "entity": "account" if entity == "assoc" and action != "show" else entity,
             "names": names, "fields": fields, "where": where}

@@ -8,8 +8,8 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    from plurm.corescheduler.client import ClientError, Connection
-    from plurm.grammar.sbatch_cli import parse_salloc
+    from plurm.wire.client import ClientError, Connection
+    from plurm.tools.sbatch_cli import parse_salloc
     from plurm.tools.frontend import parse_or_answer
     from plurm.grammar.hostlist import compress
     from plurm.tools.allocation import AllocationError, allocate, release
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     job_id = job["job_id"]
     print(f"salloc: Granted job allocation {job_id}", file=sys.stderr)
-    from plurm.nodeagent.environment import job_variables
+    from plurm.common.environment import job_variables
 
     settings = conn.settings
     env = dict(environ)

@@ -200,8 +200,8 @@ def request_body(opts: Options) -> dict:
 def cancel(opts: Options, send=None) -> int:
     """Send the request; print what Slurm prints; return the exit status."""
     if send is None:
-        from plurm.corescheduler.client import request as send
-    from plurm.corescheduler.client import ClientError
+        from plurm.wire.client import request as send
+    from plurm.wire.client import ClientError
 
     body = request_body(opts)
     sig = opts.signal if opts.signal is not None else SIGKILL

@@ -48,7 +48,7 @@ class Scontrol:
 
     # ------------------------------------------------------------------ plumbing
     def request(self, msg_type: str, body: dict) -> dict:
-        from plurm.corescheduler.client import request
+        from plurm.wire.client import request
 
         return request(msg_type, body)
 
@@ -110,7 +110,7 @@ class Scontrol:
         sys.stdout.write(HELP)
 
     def cmd_ping(self, args: list[str]) -> None:
-        from plurm.corescheduler.client import ClientError, read_settings
+        from plurm.wire.client import ClientError, read_settings
 
         try:
             settings = read_settings()
@@ -167,7 +167,7 @@ class Scontrol:
                    and (j.get("spec") or {}).get("mem_per_cpu") is None for j in jobs)
         if not need:
             return None
-        from plurm.corescheduler.client import ClientError
+        from plurm.wire.client import ClientError
 
         try:
             options = self.request("config", {}).get("options", {})
@@ -182,7 +182,7 @@ class Scontrol:
         return None
 
     def show_jobs(self, rest: list[str]) -> None:
-        from plurm.corescheduler.client import ClientError
+        from plurm.wire.client import ClientError
         from plurm.tools.showfmt import format_job
 
         body: dict = {"all_states": True}
@@ -215,7 +215,7 @@ class Scontrol:
         sys.stdout.write("".join(out))
 
     def show_nodes(self, rest: list[str]) -> None:
-        from plurm.corescheduler.client import ClientError
+        from plurm.wire.client import ClientError
         from plurm.grammar.hostlist import HostlistError, expand
         from plurm.tools.showfmt import format_node
 
@@ -244,7 +244,7 @@ class Scontrol:
         sys.stdout.write("".join(format_node(n, self.oneliner) for n in order))
 
     def show_partitions(self, rest: list[str]) -> None:
-        from plurm.corescheduler.client import ClientError
+        from plurm.wire.client import ClientError
         from plurm.tools.showfmt import format_partition
 
         body: dict = {}
@@ -270,7 +270,7 @@ class Scontrol:
         sys.stdout.write("".join(format_partition(p, nodes, self.oneliner) for p in parts))
 
     def show_config(self, rest: list[str]) -> None:
-        from plurm.corescheduler.client import ClientError, read_settings
+        from plurm.wire.client import ClientError, read_settings
 
         try:
             reply = self.request("config", {})
@@ -334,7 +334,7 @@ class Scontrol:
 
     # ------------------------------------------------------------------ update / hold
     def _job_update(self, job_ids: list[str], fields: dict[str, str], what: str) -> None:
-        from plurm.corescheduler.client import ClientError
+        from plurm.wire.client import ClientError
 
         try:
             reply = self.request("update_job", {"job_ids": job_ids, "fields": fields})
@@ -362,7 +362,7 @@ class Scontrol:
         names = [w for w in words if not re.fullmatch(r"\d+(_(\d+|\[[\d,\-]+\]))?", w)]
         ids = [w for w in words if w not in names]
         if names:
-            from plurm.corescheduler.client import ClientError
+            from plurm.wire.client import ClientError
 
             try:
                 reply = self.request("job_info", {"names": names, "states": ["PENDING"]})
@@ -442,7 +442,7 @@ class Scontrol:
         self._job_update(ids, fields, "slurm_update")
 
     def _update_node(self, pairs: list[tuple[str, str]]) -> None:
-        from plurm.corescheduler.client import ClientError
+        from plurm.wire.client import ClientError
         from plurm.grammar.hostlist import HostlistError, expand
 
         nodes: list[str] = []

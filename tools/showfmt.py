@@ -1,7 +1,7 @@
 """What scontrol and sacct print: pure functions from reply dicts to text.
 
 The inputs are the plain dicts the controller sends (``msgspec.to_builtins`` of the
-records in ``corescheduler/model.py``, with fields equal to their default omitted), so
+records in ``wire/model.py``, with fields equal to their default omitted), so
 every read goes through ``.get(name, default)`` with the model's default.  Nothing here
 does I/O or reads the clock: the caller passes ``now``, so tests pin the output.
 

@@ -818,7 +818,7 @@ def _load_error(exc) -> str:
 
 def run_once(opts: Options) -> tuple[list[tuple[str, str]], int]:
     """One load and display: ([(stream, text)] in the order Slurm writes them, exit code)."""
-    from plurm.corescheduler.client import ClientError, request
+    from plurm.wire.client import ClientError, request
 
     try:
         reply = request("node_info", {"nodes": [], "partitions": opts.partitions})

@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     except Usage as exc:
         (sys.stdout if exc.stream == "stdout" else sys.stderr).write(exc.text)
         return exc.code
-    from plurm.corescheduler.client import ClientError, request
+    from plurm.wire.client import ClientError, request
 
     body = {"job_ids": opts.jobs or [], "users": opts.users}
     try:

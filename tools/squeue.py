@@ -791,7 +791,7 @@ def _needs_default_mem(opts: Options) -> bool:
 
 def run_once(opts: Options) -> tuple[list[tuple[str, str]], int]:
     """One load and display: ([(stream, text)] in the order Slurm writes them, exit code)."""
-    from plurm.corescheduler.client import ClientError, request
+    from plurm.wire.client import ClientError, request
 
     try:
         reply = request("job_info", _request_body(opts))

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from plurm.corescheduler.client import ClientError, Connection
+from plurm.wire.client import ClientError, Connection
 
 
 class Step:
@@ -26,9 +26,9 @@ class Step:
                  environ: dict[str, str], label: bool) -> None:
         import zmq
 
-        from plurm.corescheduler import wire
+        from plurm.wire import envelope
 
-        self.zmq, self.wire = zmq, wire
+        self.zmq, self.envelope = zmq, envelope
         self.conn = conn
         self.job = job
         self.step = step
@@ -48,7 +48,7 @@ class Step:
         self.task_node: dict[int, str] = {}
 
     def launch(self) -> None:
-        from plurm.nodeagent.environment import gpu_variables, job_variables
+        from plurm.common.environment import gpu_variables, job_variables
 
         settings = self.conn.settings
         where = {"cluster": settings.cluster_name, "conf_path": settings.conf, "ctld_host": settings.host,
@@ -126,7 +126,7 @@ class Step:
     def relay(self) -> None:
         import json
 
-        zmq, wire = self.zmq, self.wire
+        zmq, envelope = self.zmq, self.envelope
         key = self.conn.key
         poller = zmq.Poller()
         poller.register(self.sock, zmq.POLLIN)
@@ -141,8 +141,8 @@ class Step:
                     except zmq.Again:
                         break
                     try:
-                        header, raw = wire.open_envelope(key, frames[2:] if frames[1] == b"" else frames[1:])
-                    except wire.WireError:
+                        header, raw = envelope.open_envelope(key, frames[2:] if frames[1] == b"" else frames[1:])
+                    except envelope.WireError:
                         continue
                     body = json.loads(raw)
                     kind = header["type"]
@@ -198,7 +198,7 @@ def _step_name(argv: list[str], options: dict[str, Any], command: list[str], own
 
 
 def main(argv: list[str] | None = None) -> int:
-    from plurm.grammar.sbatch_cli import parse_srun
+    from plurm.tools.sbatch_cli import parse_srun
     from plurm.tools.frontend import parse_or_answer
 
     argv = sys.argv[1:] if argv is None else argv

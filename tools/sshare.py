@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
             user = argv[i + 1]
         elif arg.startswith("--users="):
             user = arg.split("=", 1)[1]
-    from plurm.corescheduler.client import ClientError, request
+    from plurm.wire.client import ClientError, request
 
     try:
         reply = request("share_info", {})

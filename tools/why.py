@@ -30,7 +30,7 @@ def _when(t: float) -> str:
 
 
 def main(job_id: str) -> int:
-    from plurm.corescheduler.client import ClientError, request
+    from plurm.wire.client import ClientError, request
 
     try:
         jobs = request("job_info", {"job_ids": [job_id], "all_states": True})["jobs"]

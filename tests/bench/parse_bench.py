@@ -35,7 +35,7 @@ def script_200() -> str:
 
 
 def in_process(path: str, runs: int) -> float:
-    from plurm.grammar.sbatch_cli import parse_sbatch
+    from plurm.tools.sbatch_cli import parse_sbatch
 
     parse_sbatch([path], {})  # warm
     times = []
@@ -48,12 +48,12 @@ def in_process(path: str, runs: int) -> float:
 
 def import_cost(python: str) -> float:
     """Cumulative import time of the grammar modules sbatch loads (python -X importtime)."""
-    proc = subprocess.run([python, "-X", "importtime", "-c", "import plurm.grammar.sbatch_cli"],
+    proc = subprocess.run([python, "-X", "importtime", "-c", "import plurm.tools.sbatch_cli"],
                           capture_output=True, text=True)
     total = 0
     for line in proc.stderr.splitlines():
         parts = line.split("|")
-        if len(parts) == 3 and parts[2].strip() in ("plurm.grammar.sbatch_cli", "plurm.grammar.options"):
+        if len(parts) == 3 and parts[2].strip() in ("plurm.tools.sbatch_cli", "plurm.grammar.options"):
             total = max(total, int(parts[1]))
     return total / 1000
 

@@ -44,7 +44,7 @@ SIZES = [(32, 128_000, 1), (64, 256_000, 2), (128, 512_000, 3)]  # cpus, MB, Wei
 
 def build(nodes: int, jobs: int, seed: int) -> tuple[Any, list, list]:
     """(scheduler, running jobs, pending (job, demand) in priority order)."""
-    from plurm.corescheduler.model import Job, JobSpec, Node, Partition
+    from plurm.wire.model import Job, JobSpec, Node, Partition
     from plurm.corescheduler.scheduler import Allocation, Scheduler, demand_of
 
     rng = random.Random(seed)

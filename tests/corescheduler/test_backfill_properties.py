@@ -26,7 +26,7 @@ from plurm.corescheduler.backfill import (
     plan_backfill,
     schedule_with_backfill,
 )
-from plurm.corescheduler.model import Job, JobSpec, Node, Partition
+from plurm.wire.model import Job, JobSpec, Node, Partition
 from plurm.corescheduler.scheduler import Demand, Scheduler, allocation_of, demand_of
 from plurm.corescheduler.timeline import Candidates, Timeline, longs
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plurm.corescheduler.model import Job, JobSpec, Node, Partition
+from plurm.wire.model import Job, JobSpec, Node, Partition
 from plurm.corescheduler.scheduler import Scheduler, demand_of, oversubscribe_mode
 
 MODES = {"debug": "NO", "excl": "EXCLUSIVE", "force2": "FORCE:2", "force": "FORCE", "yes": "YES",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from plurm.corescheduler.model import Job, JobSpec
+from plurm.wire.model import Job, JobSpec
 from plurm.corescheduler.priority import (
     ClusterShape,
     MultifactorPriority,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from plurm import corescheduler
 from plurm.corescheduler import _multifactor_py
-from plurm.corescheduler.model import Job, JobSpec
+from plurm.wire.model import Job, JobSpec
 from plurm.corescheduler.priority import ClusterShape, MultifactorPriority
 
 NOW = 1_800_000_000.0
@@ -66,7 +66,7 @@ def test_both_twins_are_tested() -> None:
 def test_the_controller_recomputes_the_queue_with_the_kernel(tmp_path) -> None:
     """PriorityCalcPeriod in the state machine: aging jobs move up, held jobs and an
     administrator's priority stay, and each job gets what the formula gives it alone."""
-    from plurm.corescheduler.model import Node, Partition
+    from plurm.wire.model import Node, Partition
     from plurm.corescheduler.state import ClusterState
     from plurm.corescheduler.store import StateStore
 

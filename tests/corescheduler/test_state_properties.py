@@ -17,8 +17,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plurm.corescheduler import model
-from plurm.corescheduler.model import JobSpec, Node, Partition
+from plurm.wire import model
+from plurm.wire.model import JobSpec, Node, Partition
 from plurm.corescheduler.preempt import PartitionPrioPreemption
 from plurm.corescheduler.state import ClusterState
 from plurm.corescheduler.store import StateStore

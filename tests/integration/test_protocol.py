@@ -7,8 +7,8 @@ import json
 import pytest
 import zmq
 
-from plurm.corescheduler import wire
-from plurm.corescheduler.client import read_settings
+from plurm.wire import envelope
+from plurm.wire.client import read_settings
 from plurmtest import Cluster
 
 
@@ -20,7 +20,7 @@ def peer(cluster: Cluster):
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.RCVTIMEO, 2000)
     sock.connect(f"tcp://{settings.host}:{settings.port}")
-    key = wire.load_key(settings.key_path)
+    key = envelope.load_key(settings.key_path)
     yield sock, key
     sock.close()
     ctx.term()
@@ -36,13 +36,13 @@ def _reply(sock) -> tuple[dict, dict] | None:
 
 
 def _alive(sock, key) -> None:
-    sock.send_multipart([b""] + wire.seal(key, "ping", {}))
+    sock.send_multipart([b""] + envelope.seal(key, "ping", {}))
     assert _reply(sock)[1] == {"ok": True}
 
 
 def test_unknown_message_type_gets_error(peer) -> None:
     sock, key = peer
-    sock.send_multipart([b""] + wire.seal(key, "make_coffee", {}))
+    sock.send_multipart([b""] + envelope.seal(key, "make_coffee", {}))
     header, body = _reply(sock)
     assert header["type"] == "error" and body["code"] == "UnknownMessage"
     _alive(sock, key)
@@ -50,11 +50,11 @@ def test_unknown_message_type_gets_error(peer) -> None:
 
 def test_malformed_body_gets_error(peer) -> None:
     sock, key = peer
-    sock.send_multipart([b""] + wire.seal_raw(key, "submit_job", b'{"spec": {"nodes_min": "many"}}'))
+    sock.send_multipart([b""] + envelope.seal_raw(key, "submit_job", b'{"spec": {"nodes_min": "many"}}'))
     header, body = _reply(sock)
     assert header["type"] == "error" and body["code"] == "MalformedMessage"
     assert "nodes_min" in body["message"]
-    sock.send_multipart([b""] + wire.seal_raw(key, "job_info", b"not json"))
+    sock.send_multipart([b""] + envelope.seal_raw(key, "job_info", b"not json"))
     assert _reply(sock)[1]["code"] == "MalformedMessage"
     _alive(sock, key)
 
@@ -63,7 +63,7 @@ def test_unsigned_and_forged_messages_are_dropped(peer) -> None:
     sock, key = peer
     sock.send_multipart([b"", b"hello"])
     assert _reply(sock) is None
-    frames = wire.seal(b"not-the-key", "job_info", {})
+    frames = envelope.seal(b"not-the-key", "job_info", {})
     sock.send_multipart([b""] + frames)
     assert _reply(sock) is None
     _alive(sock, key)
@@ -71,7 +71,7 @@ def test_unsigned_and_forged_messages_are_dropped(peer) -> None:
 
 def test_replayed_message_is_dropped(peer) -> None:
     sock, key = peer
-    frames = [b""] + wire.seal(key, "ping", {})
+    frames = [b""] + envelope.seal(key, "ping", {})
     sock.send_multipart(frames)
     assert _reply(sock) is not None
     sock.send_multipart(frames)
@@ -80,23 +80,23 @@ def test_replayed_message_is_dropped(peer) -> None:
 
 def test_wrong_protocol_version_gets_error(peer) -> None:
     sock, key = peer
-    header = wire.make_header("ping")
+    header = envelope.make_header("ping")
     header["v"] = 99
     raw = json.dumps(header).encode()
     body = b"{}"
     import hashlib
     import hmac
 
-    mac = hmac.new(key, wire.PROTOCOL_TAG, hashlib.sha256)
+    mac = hmac.new(key, envelope.PROTOCOL_TAG, hashlib.sha256)
     mac.update(raw)
     mac.update(body)
-    sock.send_multipart([b"", wire.PROTOCOL_TAG, raw, body, mac.hexdigest().encode()])
+    sock.send_multipart([b"", envelope.PROTOCOL_TAG, raw, body, mac.hexdigest().encode()])
     header, reply = _reply(sock)
     assert reply["code"] == "ProtocolVersionError"
 
 
 def test_plain_zmtp_client_and_pyzmq_client_agree(cluster: Cluster, monkeypatch) -> None:
-    from plurm.corescheduler.client import request
+    from plurm.wire.client import request
 
     settings = read_settings(str(cluster.conf))
     plain = request("node_info", {}, settings)

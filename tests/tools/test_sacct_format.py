@@ -204,7 +204,7 @@ def test_state_codes():
 def test_run_request_body(monkeypatch):
     import os
 
-    from plurm.corescheduler import client
+    from plurm.wire import client
 
     sent = []
     jobs, steps = session()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plurm.corescheduler.client import ClientError
+from plurm.wire.client import ClientError
 from plurm.tools import scancel
 
 REF = Path(__file__).resolve().parents[3] / "shared" / "reference" / "slurm-22.05"

@@ -187,7 +187,7 @@ class FakeScontrol(scontrol.Scontrol):
         self.sent: list[tuple[str, dict]] = []
 
     def request(self, msg_type: str, body: dict) -> dict:
-        from plurm.corescheduler.client import ClientError
+        from plurm.wire.client import ClientError
 
         self.sent.append((msg_type, body))
         reply = self.replies[msg_type]
@@ -204,7 +204,7 @@ def run(sc: scontrol.Scontrol, words: list[str]) -> tuple[int, str, str]:
 
 
 def test_show_unknown_job_error():
-    from plurm.corescheduler.client import ClientError
+    from plurm.wire.client import ClientError
 
     sc = FakeScontrol({"job_info": ClientError("Invalid job id specified", "InvalidJobId")})
     rc, out, err = run(sc, ["show", "job", "999999"])
@@ -294,7 +294,7 @@ def test_hold_by_job_name():
 
 
 def test_unreachable_controller_message():
-    from plurm.corescheduler.client import ClientError
+    from plurm.wire.client import ClientError
 
     sc = FakeScontrol({"job_info": ClientError("Unable to contact slurm controller (connect failure): "
                                                "Connection refused", "ConnectError")})

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 
-from plurm.corescheduler import lightjson as json
-from plurm.corescheduler import wire
-from plurm.corescheduler.zmtp import DealerConnection
+from plurm.wire import lightjson as json
+from plurm.wire import envelope
+from plurm.wire.zmtp import DealerConnection
 
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -92,7 +92,7 @@ class Connection:
                  timeout: float = DEFAULT_TIMEOUT_S) -> None:
         self.settings = settings or read_settings()
         try:
-            self.key = wire.load_key(self.settings.key_path)
+            self.key = envelope.load_key(self.settings.key_path)
         except OSError as exc:
             raise ClientError(f"Unable to read authentication key {self.settings.key_path}: {exc.strerror}",
                               "AuthenticationError") from None
@@ -117,7 +117,7 @@ class Connection:
     def request_raw(self, msg_type: str, body: dict) -> tuple[dict, bytes]:
         conn = self._connect()
         try:
-            conn.send([b""] + wire.seal(self.key, msg_type, body))
+            conn.send([b""] + envelope.seal(self.key, msg_type, body))
             frames = conn.recv()
         except (OSError, TimeoutError) as exc:
             self.close()
@@ -125,8 +125,8 @@ class Connection:
         if frames and frames[0] == b"":
             frames = frames[1:]
         try:
-            header, payload = wire.open_envelope(self.key, frames)
-        except wire.WireError as exc:
+            header, payload = envelope.open_envelope(self.key, frames)
+        except envelope.WireError as exc:
             raise ClientError(f"bad reply from controller: {exc}", exc.code) from None
         if header["type"] == "error":
             err = json.loads(payload)

@@ -26,10 +26,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only (start-up cost)
     from typing import Any, Iterable, Mapping
 
-from . import values as V
-from .options import (EXTRA_ENV, Option, OptionError, OptionValueError, Parsed, env_inputs,
+from plurm.grammar import values as V
+from plurm.grammar.options import (EXTRA_ENV, Option, OptionError, OptionValueError, Parsed, env_inputs,
                       getopt, iter_getopt, options_for)
-from .script import (Directive, ScriptInfo, UnmatchedQuote, check_script, read_script,
+from plurm.grammar.script import (Directive, ScriptInfo, UnmatchedQuote, check_script, read_script,
                      translate_pbs)
 
 __all__ = ["SbatchRequest", "SrunRequest", "parse_sbatch", "parse_srun", "parse_salloc",

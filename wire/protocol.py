@@ -1,6 +1,6 @@
 """Typed schemas of every plurm message body (see docs/protocol.md).
 
-The envelope (tag, header, signature) is wire.py's; this module gives each
+The envelope (tag, header, signature) is envelope.py's; this module gives each
 message type one Struct and one strict decoder.  A body that does not match
 its schema is rejected with a typed error reply; a type that is not in
 MESSAGE_TYPES gets an "unknown message type" error.  New fields always get
@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from plurm.corescheduler.model import JobSpec
+from plurm.wire.model import JobSpec
 
 
 class Msg(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):

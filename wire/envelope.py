@@ -21,7 +21,7 @@ import os
 import time
 from _operator import _compare_digest as compare_digest
 
-from plurm.corescheduler import lightjson as json
+from plurm.wire import lightjson as json
 
 try:  # the small built-in SHA-256; `hashlib` loads OpenSSL (about 2 ms per command)
     from _sha256 import sha256 as _sha256

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plurm.corescheduler import lightjson, wire
+from plurm.wire import lightjson, envelope
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -44,25 +44,25 @@ def test_lightjson_refuses_unserialisable() -> None:
 
 @given(st.binary(min_size=1, max_size=200), st.binary(), st.binary())
 def test_signature_is_hmac_sha256(key: bytes, header: bytes, body: bytes) -> None:
-    expected = hmac.new(key, wire.PROTOCOL_TAG + header + body, hashlib.sha256).hexdigest().encode()
-    assert wire._sign(key, header, body) == expected
+    expected = hmac.new(key, envelope.PROTOCOL_TAG + header + body, hashlib.sha256).hexdigest().encode()
+    assert envelope._sign(key, header, body) == expected
 
 
 def test_seal_and_open() -> None:
-    key = wire.new_key()
-    frames = wire.seal(key, "ping", {"x": [1, "é"]})
-    header, body = wire.open_envelope(key, frames)
+    key = envelope.new_key()
+    frames = envelope.seal(key, "ping", {"x": [1, "é"]})
+    header, body = envelope.open_envelope(key, frames)
     assert header["type"] == "ping" and json.loads(body) == {"x": [1, "é"]}
-    with pytest.raises(wire.AuthError):
-        wire.open_envelope(b"other", frames)
-    guard = wire.ReplayGuard()
+    with pytest.raises(envelope.AuthError):
+        envelope.open_envelope(b"other", frames)
+    guard = envelope.ReplayGuard()
     guard.check(header)
-    with pytest.raises(wire.AuthError):
+    with pytest.raises(envelope.AuthError):
         guard.check(header)
 
 
 def test_empty_key_refused(tmp_path) -> None:
     path = tmp_path / "slurm.key"
     path.write_bytes(b"\n")
-    with pytest.raises(wire.AuthError):
-        wire.load_key(str(path))
+    with pytest.raises(envelope.AuthError):
+        envelope.load_key(str(path))

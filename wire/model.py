@@ -94,7 +94,7 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     array_indices: list[int] = []
     array_max_running: int | None = None
     gres: str | None = None  # raw --gres / --gpus form, kept for display
-    # Structured GRES request (corescheduler/gres.py): {"name", "type", "count", "per": node|task|job}
+    # Structured GRES request (common/gres.py): {"name", "type", "count", "per": node|task|job}
     gres_req: list[dict[str, str | int | None]] = []
     constraint: str | None = None  # --constraint over node Features
     contiguous: bool = False

@@ -11,7 +11,7 @@ import pytest
 
 from plurm.grammar import values
 from plurm.grammar.options import OPTIONS, OptionError, getopt, lookup_long, options_for
-from plurm.grammar.sbatch_cli import (format_verbose_block, help_text, parse_sbatch,
+from plurm.tools.sbatch_cli import (format_verbose_block, help_text, parse_sbatch,
                                       parse_srun, usage_text, version_text)
 
 REF = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "slurm-22.05"
@@ -246,7 +246,7 @@ def test_srun_errors() -> None:
 
 
 def test_salloc() -> None:
-    from plurm.grammar.sbatch_cli import parse_salloc
+    from plurm.tools.sbatch_cli import parse_salloc
     req = parse_salloc(["-N2", "--bell", "-K", "bash", "-l"], {"SALLOC_PARTITION": "p"})
     assert req.command == ["bash", "-l"]
     assert req.options["nodes"] == [2, 2] and req.options["partition"] == "p"
