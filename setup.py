@@ -32,8 +32,8 @@ USER_COMMANDS = ["sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scon
                  "sacctmgr"]
 COMMANDS = [
     "plurm=plurm.tools.plurm:main",
-    "plurmctld=plurm.corescheduler.controller:main",
-    "plurmd=plurm.nodeagent.daemon:main",
+    "plurmctld=plurm.corescheduler.plurmctld:main",
+    "plurmd=plurm.nodeagent.plurmd:main",
 ]
 
 

@@ -21,7 +21,7 @@ def command(name: str) -> list[str]:
     path = BIN_DIR / name
     if path.exists():
         return [str(path)]
-    modules = {"plurmctld": "plurm.corescheduler.controller", "plurmd": "plurm.nodeagent.daemon"}
+    modules = {"plurmctld": "plurm.corescheduler.plurmctld", "plurmd": "plurm.nodeagent.plurmd"}
     return [sys.executable, "-m", modules.get(name, f"plurm.tools.{name}")]
 
 

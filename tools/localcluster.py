@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from plurm.wire import envelope
 from plurm.wire.client import ClientError, Connection, default_cluster_dir, read_settings
 
-CTLD_MODULE = "plurm.corescheduler.controller"
-NODED_MODULE = "plurm.nodeagent.daemon"
+CTLD_MODULE = "plurm.corescheduler.plurmctld"
+NODED_MODULE = "plurm.nodeagent.plurmd"
 
 
 @dataclass
