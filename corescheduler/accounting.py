@@ -1,11 +1,12 @@
-"""sacct's view: finished jobs from the store, active ones from memory."""
+"""sacct's view: finished jobs from the store, active ones from the core (the controller's read side)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from plurm.wire import model, protocol
-from plurm.corescheduler.state import ClusterState, parse_task_ids
+from plurm.corescheduler.core import ClusterCore, parse_task_ids
+from plurm.corescheduler.store import StateStore
 
 
 def _matches(job: model.Job, msg: protocol.AcctQuery, wanted: list[tuple[int, set[int] | None]]) -> bool:
@@ -31,7 +32,7 @@ def _matches(job: model.Job, msg: protocol.AcctQuery, wanted: list[tuple[int, se
     return True
 
 
-def query(state: ClusterState, msg: protocol.AcctQuery) -> dict[str, Any]:
+def query(store: StateStore, core: ClusterCore, msg: protocol.AcctQuery) -> dict[str, Any]:
     wanted: list[tuple[int, set[int] | None]] = []
     for spec in msg.job_ids:
         base, sep, tasks = spec.partition(".")[0].partition("_")
@@ -40,14 +41,14 @@ def query(state: ClusterState, msg: protocol.AcctQuery) -> dict[str, Any]:
     # Narrow in SQL first (job ids, or the time window); _matches applies every filter.
     ids = [job_id for job_id, _ in wanted]
     since = None if wanted else msg.start_time
-    for job in state.store.acct_jobs(job_ids=ids or None, since=since):
+    for job in store.acct_jobs(job_ids=ids or None, since=since):
         if _matches(job, msg, wanted):
             jobs[job.job_id] = job
-    for job in state.jobs.values():
+    for job in core.jobs.values():
         if job.job_id not in jobs and _matches(job, msg, wanted):
             jobs[job.job_id] = job
-    steps = state.store.acct_steps(list(jobs))
-    live = {(s.job_id, s.step_id): s for s in state.steps.values()}
+    steps = store.acct_steps(list(jobs))
+    live = {(s.job_id, s.step_id): s for s in core.steps.values()}
     steps = [live.get((s.job_id, s.step_id), s) for s in steps]
     return {"jobs": sorted(jobs.values(), key=lambda j: j.job_id), "steps": steps,
-            "cluster": state.cluster_name}
+            "cluster": core.cluster_name}

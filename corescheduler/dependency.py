@@ -3,30 +3,37 @@
 after, afterany, afterok, afternotok, aftercorr (task by task for arrays) and
 singleton; ``,`` joins conditions with AND, ``?`` with OR; ``+minutes`` delays a
 condition after it is met.  A dependency on a job no longer in the controller's
-memory is decided by its accounting record.
+memory is decided by its final state in the core's archive (which the controller
+seeds from accounting): no store is read here.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from plurm.wire import model
-from plurm.wire.model import Job
+from plurm.wire.model import Job, JobSpec
 from plurm.corescheduler.scheduler import REASON_DEP_NEVER, REASON_DEPENDENCY
-from plurm.corescheduler.store import StateStore
 
 
 class Dependencies:
-    def __init__(self, jobs: dict[int, Job], find_jobs: Callable[[str], list[Job]], store: StateStore) -> None:
+    def __init__(self, jobs: dict[int, Job], find_jobs: Callable[[str], list[Job]],
+                 archive: dict[int, tuple[str, int | None, int | None]]) -> None:
         self.jobs = jobs
         self.find_jobs = find_jobs
-        self.store = store
+        self.archive = archive  # job id -> (final state, array job id, array task id)
 
-    def reason(self, job: Job, now: float | None = None) -> str | None:
+    def referenced_ids(self) -> set[int]:
+        """The job ids that the dependencies of jobs still waiting name."""
+        ids: set[int] = set()
+        for job in self.jobs.values():
+            if job.spec.dependency and job.state == model.PENDING:
+                ids.update(dependency_targets(job.spec.dependency))
+        return ids
+
+    def reason(self, job: Job, now: float) -> str | None:
         """Evaluate after/afterany/afterok/afternotok/aftercorr/singleton (',' AND, '?' OR),
         with Slurm's ``+minutes`` delay after the condition is met."""
-        now = time.time() if now is None else now
         spec = job.spec.dependency or ""
         any_mode = "?" in spec
         results = []
@@ -47,8 +54,8 @@ class Dependencies:
                     continue
                 targets = self.find_jobs(part)
                 if not targets:
-                    # Purged jobs: look them up in accounting.
-                    results.append(self._from_accounting(kind, part))
+                    # Purged jobs: their final state is in the archive.
+                    results.append(self._from_archive(kind, part))
                     continue
                 result = _result(kind, targets)
                 if result == "ok" and delay.isdigit():
@@ -80,21 +87,36 @@ class Dependencies:
         for other in self.jobs.values():
             if other.array_job_id in targets and other.array_task_id is not None and not other.array_pending:
                 done[(other.array_job_id, other.array_task_id)] = other.state
-        for finished in self.store.acct_jobs(job_ids=targets):
-            if finished.array_task_id is not None:
-                done.setdefault((finished.array_job_id or finished.job_id, finished.array_task_id), finished.state)
+        for job_id, (state, array_job_id, task_id) in self.archive.items():
+            if task_id is not None and (array_job_id or job_id) in targets:
+                done.setdefault((array_job_id or job_id, task_id), state)
         return [t for t in job.array_pending if all(done.get((a, t)) == model.COMPLETED for a in targets)]
 
-    def _from_accounting(self, kind: str, spec: str) -> str:
-        """A dependency on a job no longer in memory: its accounting record decides."""
+    def _from_archive(self, kind: str, spec: str) -> str:
+        """A dependency on a job no longer in memory: its final state decides."""
         try:
             job_id = int(spec.split("_", 1)[0])
         except ValueError:
             return "never"
-        finished = list(self.store.acct_jobs(job_ids=[job_id]))
+        finished = [Job(job_id=i, spec=JobSpec(), state=state, array_job_id=array_job_id, array_task_id=task_id)
+                    for i, (state, array_job_id, task_id) in self.archive.items()
+                    if i == job_id or array_job_id == job_id]
         if finished:
             return _result(kind, finished)
         return "ok" if kind in ("after", "afterany") else "never"
+
+
+
+def dependency_targets(spec: str) -> set[int]:
+    """The job ids a --dependency value names (the +minutes delays are not ids)."""
+    ids: set[int] = set()
+    for item in spec.replace("?", ",").split(","):
+        _, _, rest = item.partition(":")
+        for part in rest.split(":"):
+            head = part.split("+", 1)[0].split("_", 1)[0]
+            if head.isdigit():
+                ids.add(int(head))
+    return ids
 
 
 def _result(kind: str, targets: list[Job]) -> str:

@@ -13,6 +13,7 @@ spent suspended does not count against its limit.  (preempt/qos: not yet.)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from plurm.wire.model import RUNNING, Job, Partition
@@ -28,7 +29,7 @@ class NoPreemption:
         pass
 
     def candidates(self, job: Job, running: list[Job], partitions: dict[str, Partition], now: float,
-                   exempt_s: float) -> list[Job]:
+                   exempt_s: float, qos_preempts: Mapping[str, set[str]]) -> list[Job]:
         return []
 
 
@@ -39,7 +40,7 @@ class PartitionPrioPreemption:
         pass
 
     def candidates(self, job: Job, running: list[Job], partitions: dict[str, Partition], now: float,
-                   exempt_s: float) -> list[Job]:
+                   exempt_s: float, qos_preempts: Mapping[str, set[str]]) -> list[Job]:
         mine = partitions.get(job.partition)
         if mine is None:
             return []
@@ -62,16 +63,19 @@ class PartitionPrioPreemption:
 class QosPreemption:
     """preempt/qos: a job may preempt running jobs whose QOS its own QOS lists in Preempt=.
 
-    The QOS table lives in the association store; the controller hands the policy a
-    lookup ``preempts(qos) -> set of QOS names`` when it builds it.
+    The QOS table is the core's account book: every call gets ``qos_preempts`` (QOS
+    name -> the QOS names it may preempt).  ``uses_qos`` tells the core that a victim's
+    QOS PreemptMode applies before its partition's.
     """
 
+    uses_qos = True
+
     def __init__(self, conf: Any = None) -> None:
-        self.preempts: Any = lambda qos: set()
+        pass
 
     def candidates(self, job: Job, running: list[Job], partitions: dict[str, Partition], now: float,
-                   exempt_s: float) -> list[Job]:
-        allowed = self.preempts(job.spec.qos or "normal")
+                   exempt_s: float, qos_preempts: Mapping[str, set[str]]) -> list[Job]:
+        allowed = qos_preempts.get(job.spec.qos or "normal", set())
         found = [other for other in running
                  if (other.spec.qos or "normal") in allowed and other.state == RUNNING and not other.completing
                  and not other.cancel_state and not other.suspend_time

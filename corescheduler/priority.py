@@ -12,7 +12,7 @@ multifactor follows Slurm's documented formula::
 with Age (time eligible, capped at PriorityMaxAge), JobSize (nodes and CPUs
 asked, as fractions of the cluster; inverted by PriorityFavorSmall), Partition
 (the partition's PriorityJobFactor over the largest one), FairShare (Fair Tree over
-the association store, corescheduler/associations.py), QOS (its priority over the
+the account book, corescheduler/accounts.py), QOS (its priority over the
 largest) and Assoc (0: association priorities are not kept yet).  The sum is
 taken in floating point and truncated, as Slurm does: sprio's weighted columns are
 each rounded, so they can add up to one more than the PRIORITY column.

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Iterator
 
 import msgspec
 
+from plurm.corescheduler import effects as fx
+from plurm.corescheduler.accounts import Account, AccountBook, Link, Qos, User
 from plurm.wire.model import Job, StepRecord
 
 SCHEMA_VERSION = 1
@@ -42,6 +44,16 @@ CREATE TABLE IF NOT EXISTS acct_steps (
     PRIMARY KEY (job_id, step_id)
 );
 CREATE INDEX IF NOT EXISTS acct_jobs_end ON acct_jobs (end_time);
+CREATE TABLE IF NOT EXISTS assoc_accounts (name TEXT PRIMARY KEY, parent TEXT, description TEXT,
+                                           organization TEXT, shares INTEGER NOT NULL DEFAULT 1);
+CREATE TABLE IF NOT EXISTS assoc_users (name TEXT PRIMARY KEY, default_account TEXT NOT NULL,
+                                        admin TEXT NOT NULL DEFAULT 'None');
+CREATE TABLE IF NOT EXISTS assoc_links (account TEXT NOT NULL, user TEXT NOT NULL,
+                                        shares INTEGER NOT NULL DEFAULT 1, usage REAL NOT NULL DEFAULT 0,
+                                        decayed_at REAL NOT NULL DEFAULT 0, PRIMARY KEY (account, user));
+CREATE TABLE IF NOT EXISTS assoc_qos (name TEXT PRIMARY KEY, description TEXT,
+                                      priority INTEGER NOT NULL DEFAULT 0, max_jobs_per_user INTEGER,
+                                      preempt TEXT NOT NULL DEFAULT '', preempt_mode TEXT);
 """
 
 _job_encoder = msgspec.json.Encoder()
@@ -80,6 +92,28 @@ class StateStore:
     def close(self) -> None:
         self._db.commit()
         self._db.close()
+
+    def apply(self, effects: Iterable[fx.Effect]) -> None:
+        """Write what the core decided (uncommitted: the controller commits once per turn)."""
+        for effect in effects:
+            kind = type(effect)
+            if kind is fx.SaveJob:
+                self.put_job(effect.job)
+            elif kind is fx.SaveAcctStep:
+                self.put_acct_step(effect.step)
+            elif kind is fx.SaveAcctJob:
+                self.put_acct_job(effect.job)
+            elif kind is fx.SaveScript:
+                self.put_script(effect.job_id, effect.script, effect.environment)
+            elif kind is fx.CopyScript:
+                script, environment = self.get_script(effect.source)
+                self.put_script(effect.job_id, script, environment)
+            elif kind is fx.DeleteJob:
+                self.delete_job(effect.job_id)
+            elif kind is fx.SetNextJobId:
+                self.set_meta("next_job_id", str(effect.next_job_id))
+            else:
+                raise TypeError(f"unknown effect {effect!r}")
 
     # -- meta
     def get_meta(self, key: str) -> str | None:
@@ -156,3 +190,33 @@ class StateStore:
             steps.extend(_step_decoder.decode(row[0]) for row in self._db.execute(
                 f"SELECT data FROM acct_steps WHERE job_id IN ({','.join('?' * len(chunk))})", chunk))
         return steps
+
+    # -- associations (sacctmgr's tables; the core holds them as an AccountBook)
+    def load_accounts(self, half_life_s: float) -> AccountBook:
+        db = self._db
+        return AccountBook(
+            half_life_s=half_life_s,
+            accounts_by_name={r[0]: Account(*r) for r in db.execute(
+                "SELECT name, parent, description, organization, shares FROM assoc_accounts")},
+            users_by_name={r[0]: User(*r) for r in db.execute("SELECT name, default_account, admin FROM assoc_users")},
+            links_by_key={(r[0], r[1]): Link(*r) for r in db.execute(
+                "SELECT account, user, shares, usage, decayed_at FROM assoc_links")},
+            qos_by_name={r[0]: Qos(r[0], r[1] or "", *r[2:]) for r in db.execute(
+                "SELECT name, description, priority, max_jobs_per_user, preempt, preempt_mode FROM assoc_qos")})
+
+    def save_accounts(self, book: AccountBook) -> None:
+        """Replace the tables with the book (small: a site's accounts, users and QOS)."""
+        db = self._db
+        for table in ("assoc_accounts", "assoc_users", "assoc_links", "assoc_qos"):
+            db.execute(f"DELETE FROM {table}")
+        db.executemany("INSERT INTO assoc_accounts VALUES (?, ?, ?, ?, ?)",
+                       [(a.name, a.parent, a.description, a.organization, a.shares)
+                        for a in book.accounts_by_name.values()])
+        db.executemany("INSERT INTO assoc_users VALUES (?, ?, ?)",
+                       [(u.name, u.default_account, u.admin) for u in book.users_by_name.values()])
+        db.executemany("INSERT INTO assoc_links VALUES (?, ?, ?, ?, ?)",
+                       [(k.account, k.user, k.shares, k.usage, k.decayed_at) for k in book.links_by_key.values()])
+        db.executemany("INSERT INTO assoc_qos VALUES (?, ?, ?, ?, ?, ?)",
+                       [(q.name, q.description, q.priority, q.max_jobs_per_user, q.preempt, q.preempt_mode)
+                        for q in book.qos_by_name.values()])
+        book.dirty = False

@@ -99,10 +99,12 @@ class PreemptPlugin:
 
     name:    what slurm.conf selects: ``PreemptType=preempt/NAME`` (``none``, ``partition_prio``)
     factory: called once in plurmctld with the parsed slurm.conf; returns an object with
-             ``candidates(job, running, partitions, now, exempt_s) -> list[Job]``: the running
-             jobs that may be preempted for the pending ``job``, in the order to take them
-             (the controller takes the fewest that make room, and never a job of an equal
-             or higher tier when the policy is partition_prio).
+             ``candidates(job, running, partitions, now, exempt_s, qos_preempts) -> list[Job]``:
+             the running jobs that may be preempted for the pending ``job``, in the order to
+             take them (the controller takes the fewest that make room, and never a job of an
+             equal or higher tier when the policy is partition_prio); ``qos_preempts`` maps a
+             QOS to the QOS names it may preempt (sacctmgr's Preempt=).  An object with
+             ``uses_qos = True`` has a victim's QOS PreemptMode apply before its partition's.
     """
 
     name: str

@@ -1,7 +1,8 @@
 """The import contract (pyproject.toml [tool.importlinter]) holds, and it can fail.
 
 Folders import one way (tools -> corescheduler | nodeagent -> wire | common -> accel ->
-plugins -> grammar) with no cycles between siblings.  The second test plants a wrong-way
+plugins -> grammar) with no cycles between siblings, and the scheduling core and the
+service layer import nothing that does I/O (store, clock, user database, sockets).  The second test plants a wrong-way
 import in a copy of the package and checks that the same contract then breaks, so a green
 first test means something.
 """
@@ -36,7 +37,7 @@ def test_the_tree_keeps_the_contract(tmp_path: Path) -> None:
     package = _copy_package(tmp_path)
     result = _lint(package.parent)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 kept, 0 broken" in result.stdout
+    assert "3 kept, 0 broken" in result.stdout
 
 
 def test_a_wrong_way_import_breaks_the_layers(tmp_path: Path) -> None:
@@ -56,3 +57,12 @@ def test_a_cycle_between_siblings_breaks_the_contract(tmp_path: Path) -> None:
     result = _lint(package.parent)
     assert result.returncode != 0
     assert "No import cycles" in result.stdout and "BROKEN" in result.stdout
+
+
+def test_the_clock_in_the_core_breaks_the_purity_contract(tmp_path: Path) -> None:
+    package = _copy_package(tmp_path)
+    core = package / "corescheduler" / "core_nodes.py"
+    core.write_text(core.read_text().replace("import logging\n", "import logging\nimport time\n", 1))
+    result = _lint(package.parent)
+    assert result.returncode != 0
+    assert "plurm.corescheduler.core_nodes -> time" in result.stdout

@@ -63,20 +63,20 @@ def test_both_twins_are_tested() -> None:
     assert _compiled in KERNELS or not corescheduler.COMPILED
 
 
-def test_the_controller_recomputes_the_queue_with_the_kernel(tmp_path) -> None:
+def test_the_controller_recomputes_the_queue_with_the_kernel() -> None:
     """PriorityCalcPeriod in the state machine: aging jobs move up, held jobs and an
     administrator's priority stay, and each job gets what the formula gives it alone."""
     from plurm.wire.model import Node, Partition
-    from plurm.corescheduler.state import ClusterState
-    from plurm.corescheduler.store import StateStore
+    from plurm.corescheduler.core import ClusterCore, CoreSettings
+    from plurm.corescheduler.identity import Identity
 
     nodes = {"n0": Node(name="n0", cpus=4, real_memory=4000, responding=True, boot_time=1.0)}
     policy = MultifactorPriority({"PriorityWeightAge": "1000", "PriorityWeightJobSize": "1000",
                                   "PriorityMaxAge": "0:10:00"})
-    state = ClusterState(StateStore(str(tmp_path / "state.db")), nodes,
-                         {"p": Partition(name="p", nodes=["n0"], default=True)}, cluster_name="t",
-                         priority_policy=policy)
-    jobs = [state.submit(JobSpec(ntasks=n, time_limit=5, begin_time=None), 0, 0)[0] for n in (4, 1, 2, 1)]
+    state = ClusterCore(nodes, {"p": Partition(name="p", nodes=["n0"], default=True)}, CoreSettings(cluster_name="t"),
+                        priority_policy=policy, now=NOW)
+    root = Identity(0, 0, "root", operator=True)
+    jobs = [state.submit(JobSpec(ntasks=n, time_limit=5, begin_time=None), root, NOW)[0] for n in (4, 1, 2, 1)]
     for job in jobs:
         job.eligible_time = NOW
     jobs[2].priority, jobs[2].priority_set = 7, True  # scontrol update priority=7

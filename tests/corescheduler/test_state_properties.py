@@ -1,7 +1,8 @@
-"""The controller's state machine, sans-IO, under random clusters and queues (hypothesis).
+"""The scheduling core, sans-IO, under random clusters and queues (hypothesis).
 
-No daemon and no socket: jobs are submitted, the scheduler runs, "node daemons" report
-ends by calling job_ended, exactly as the controller's handlers do.  Properties:
+No daemon, no socket, no file: jobs are submitted, the scheduler runs, "node daemons"
+report ends by calling job_ended, exactly as the controller's handlers do; the clock
+is an argument.  Properties:
 
 - no node is ever oversubscribed (CPUs, memory, GRES units);
 - with enough time, every job that fits the idle cluster runs;
@@ -11,8 +12,6 @@ ends by calling job_ended, exactly as the controller's handlers do.  Properties:
 
 from __future__ import annotations
 
-import itertools
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,10 +19,10 @@ from hypothesis import strategies as st
 from plurm.wire import model
 from plurm.wire.model import JobSpec, Node, Partition
 from plurm.corescheduler.preempt import PartitionPrioPreemption
-from plurm.corescheduler.state import ClusterState
-from plurm.corescheduler.store import StateStore
+from plurm.corescheduler.core import ClusterCore, CoreSettings
+from plurm.corescheduler.identity import Identity
 
-_counter = itertools.count()
+ROOT = Identity(0, 0, "root", operator=True)
 
 node_shapes = st.lists(st.tuples(st.integers(1, 8), st.integers(500, 8000), st.integers(0, 2)),
                        min_size=1, max_size=6)
@@ -37,7 +36,7 @@ job_specs = st.lists(st.tuples(
 ), min_size=1, max_size=25)
 
 
-def _state(tmp: Path, shapes: list[tuple[int, int, int]], preempt: bool, mode: str = "REQUEUE") -> ClusterState:
+def _state(shapes: list[tuple[int, int, int]], preempt: bool, mode: str = "REQUEUE") -> ClusterCore:
     nodes = {}
     for i, (cpus, mem, gpus) in enumerate(shapes):
         nodes[f"n{i}"] = Node(name=f"n{i}", cpus=cpus, real_memory=mem, responding=True, boot_time=1.0,
@@ -45,12 +44,12 @@ def _state(tmp: Path, shapes: list[tuple[int, int, int]], preempt: bool, mode: s
     names = list(nodes)
     partitions = {"low": Partition(name="low", nodes=names, default=True, priority_tier=1, preempt_mode=mode),
                   "high": Partition(name="high", nodes=names, priority_tier=2)}
-    store = StateStore(str(tmp / f"state-{next(_counter)}.db"))
-    return ClusterState(store, nodes, partitions, cluster_name="t", default_mem_per_cpu=100,
-                        preempt_policy=PartitionPrioPreemption() if preempt else None, preempt_mode="REQUEUE")
+    return ClusterCore(nodes, partitions, CoreSettings(cluster_name="t", default_mem_per_cpu=100,
+                                                       preempt_mode="REQUEUE"),
+                       preempt_policy=PartitionPrioPreemption() if preempt else None, now=1000.0)
 
 
-def _check_no_oversubscription(state: ClusterState) -> None:
+def _check_no_oversubscription(state: ClusterCore) -> None:
     used_cpus = {n: 0 for n in state.nodes}
     used_mem = {n: 0 for n in state.nodes}
     used_gpus: dict[str, list[int]] = {n: [] for n in state.nodes}
@@ -69,7 +68,7 @@ def _check_no_oversubscription(state: ClusterState) -> None:
         assert node.alloc_cpus == used_cpus[name] and node.alloc_mem == used_mem[name]
 
 
-def _fits_idle(state: ClusterState, spec: JobSpec) -> bool:
+def _fits_idle(state: ClusterCore, spec: JobSpec) -> bool:
     """Could the job run on the idle cluster?  (Its own partition's rules, nothing running.)"""
     from plurm.corescheduler.scheduler import Scheduler, demand_of
 
@@ -84,21 +83,21 @@ def _fits_idle(state: ClusterState, spec: JobSpec) -> bool:
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(node_shapes, job_specs, st.booleans(), st.sampled_from(["REQUEUE", "CANCEL", "SUSPEND"]),
        st.randoms(use_true_random=False))
-def test_scheduling_invariants(tmp_path: Path, shapes, jobs, preempt, mode, rnd) -> None:
-    state = _state(tmp_path, shapes, preempt, mode)
+def test_scheduling_invariants(shapes, jobs, preempt, mode, rnd) -> None:
+    state = _state(shapes, preempt, mode)
     submitted = []
     for nodes, tasks, cpt, mem, gpus, high in jobs:
         spec = JobSpec(nodes_min=nodes, nodes_max=nodes, ntasks=max(tasks, nodes), cpus_per_task=cpt,
                        mem_per_cpu=mem, partition="high" if high else "low", script="#!/bin/sh\n",
                        gres_req=[{"name": "gpu", "type": None, "count": gpus, "per": "node"}] if gpus else [])
         try:
-            job, _ = state.submit(spec, 0, 0)
+            job, _ = state.submit(spec, ROOT, 1000.0)
         except Exception:
             continue  # refused at submission (can never fit): fine
         submitted.append(job.job_id)
     restarts_seen: dict[int, int] = {}
     for _ in range(200):
-        out = state.schedule(now=1000.0)
+        out = state.schedule(1000.0)
         _check_no_oversubscription(state)
         for item in out:
             if item.msg_type == "terminate_job":
@@ -113,7 +112,7 @@ def test_scheduling_invariants(tmp_path: Path, shapes, jobs, preempt, mode, rnd)
         rnd.shuffle(running)
         for job in running[: max(1, len(running) // 2)]:
             before = job.job_id, job.restarts
-            state.job_ended(job.job_id, 0, 0, 1000.0)
+            state.job_ended(job.job_id, 0, 0, 1000.0, 1000.0)
             if job.state == model.PENDING:  # requeued
                 assert (job.job_id, job.restarts) == (before[0], before[1] + 1)
                 restarts_seen[job.job_id] = job.restarts

@@ -1,0 +1,259 @@
+"""The service layer: what each request means, between the RPC handlers and the core.
+
+Request validation, authorization, job selection (by id, array task, user, state,
+partition, name), ``scontrol update`` Key=Value parsing and sacctmgr semantics live
+here, once, for every front end: the controller's ZeroMQ handlers call it today, a
+REST server can call the same methods.  Like the core it does no I/O: the sender
+comes as an ``Identity``, the clock as ``now``; messages for node daemons pile up in
+``take_messages()`` as the core's writes do in ``core.take_effects()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plurm.corescheduler.accounts import AssociationError
+from plurm.corescheduler.core import ClusterCore, JobChanges, parse_task_ids
+from plurm.corescheduler.effects import Outgoing
+from plurm.corescheduler.errors import RequestError
+from plurm.corescheduler.identity import Identity
+from plurm.wire import model, protocol
+from plurm.wire.model import Job
+
+
+class Service:
+    def __init__(self, core: ClusterCore) -> None:
+        self.core = core
+        self._messages: list[Outgoing] = []
+
+    def take_messages(self) -> list[Outgoing]:
+        messages, self._messages = self._messages, []
+        return messages
+
+    def _send(self, items: list[Outgoing]) -> None:
+        self._messages.extend(items)
+
+    @staticmethod
+    def require_operator(who: Identity) -> None:
+        if not who.operator:
+            raise RequestError("Access/permission denied", "AccessDenied")
+
+    # ------------------------------------------------------------------ jobs
+    def submit(self, msg: protocol.SubmitJob, who: Identity, now: float) -> dict[str, Any]:
+        job, warnings = self.core.submit(msg.spec, who, now, msg.test_only)
+        if msg.test_only:
+            start, alloc = self.core.test_start(job, now)
+            return {"job_id": job.job_id, "test_only": True, "start_time": start, "partition": job.partition,
+                    "nodes": alloc.nodes if alloc else [], "cpus": sum(alloc.cpus) if alloc else 0,
+                    "warnings": warnings}
+        return {"job_id": job.job_id, "warnings": warnings}
+
+    def job_info(self, msg: protocol.JobInfoRequest) -> list[Job]:
+        jobs = list(self.core.jobs.values())
+        if msg.job_ids:
+            wanted: dict[int, Job] = {}
+            for spec in msg.job_ids:
+                for job in self.core.find_jobs(spec):
+                    wanted[job.job_id] = job
+            if not wanted and len(msg.job_ids) == 1:
+                raise RequestError("Invalid job id specified", "InvalidJobId")
+            jobs = list(wanted.values())
+        elif not msg.all_states:
+            jobs = [j for j in jobs if j.state in model.ACTIVE_STATES or j.completing]
+        if msg.states:
+            states = set(msg.states)
+            jobs = [j for j in jobs if j.state in states or (j.completing and "COMPLETING" in states)]
+        if msg.users:
+            users = set(msg.users)
+            jobs = [j for j in jobs if j.spec.user in users or str(j.spec.user_id) in users]
+        if msg.partitions:
+            parts = set(msg.partitions)
+            jobs = [j for j in jobs if j.partition in parts]
+        if msg.names:
+            names = set(msg.names)
+            jobs = [j for j in jobs if j.spec.name in names]
+        return jobs
+
+    def node_info(self, msg: protocol.NodeInfoRequest) -> dict[str, Any]:
+        nodes = []
+        for node in self.core.nodes.values():
+            if msg.nodes and node.name not in msg.nodes:
+                continue
+            record = protocol.to_builtins(node)
+            record["state"] = node.state
+            nodes.append(record)
+        partitions = [p for p in self.core.partitions.values() if not msg.partitions or p.name in msg.partitions]
+        return {"nodes": nodes, "partitions": partitions}
+
+    def cancel(self, msg: protocol.CancelJob, who: Identity, now: float) -> dict[str, Any]:
+        results: list[dict[str, Any]] = []
+        targets: list[tuple[Job, set[int] | None, str]] = []
+        if msg.job_ids:
+            for spec in msg.job_ids:
+                found = self.core.find_jobs(spec)
+                if not found:
+                    results.append({"job": spec, "error": "Invalid job id specified", "code": "InvalidJobId"})
+                    continue
+                if len(found) > 1:
+                    found = [j for j in found if j.state not in model.FINISHED_STATES or j.completing] or found[:1]
+                task_ids = parse_task_ids(spec.split("_", 1)[1]) if "_" in spec else None
+                targets.extend((job, task_ids, spec) for job in found)
+        else:
+            targets = [(job, None, str(job.job_id)) for job in self.core.jobs.values()
+                       if job.state in model.ACTIVE_STATES]
+        for job, task_ids, spec in targets:
+            if msg.user is not None and msg.user not in (job.spec.user, str(job.spec.user_id)):
+                continue
+            if msg.names and job.spec.name not in msg.names:
+                continue
+            if msg.states and job.state not in msg.states:
+                continue
+            if msg.partitions and job.partition not in msg.partitions:
+                continue
+            try:
+                self._send(self.core.cancel(job, who, now, msg.signal, msg.batch_only, task_ids, msg.full))
+                results.append({"job": spec, "job_id": job.job_id})
+            except RequestError as exc:
+                results.append({"job": spec, "error": str(exc), "code": exc.code})
+        return {"results": results}
+
+    def update_job(self, msg: protocol.UpdateJob, who: Identity, now: float) -> dict[str, Any]:
+        results = []
+        for spec in msg.job_ids:
+            found = self.core.find_jobs(spec)
+            if not found:
+                results.append({"job": spec, "error": "Invalid job id specified", "code": "InvalidJobId"})
+                continue
+            if len(found) > 1:  # a whole array: its finished tasks are left as they are
+                found = [j for j in found if j.state not in model.FINISHED_STATES] or found[:1]
+            for job in found:
+                try:
+                    self.core.update_job(job, parse_job_changes(msg.fields), who, now)
+                    results.append({"job": spec, "job_id": job.job_id})
+                except RequestError as exc:
+                    results.append({"job": spec, "error": str(exc), "code": exc.code})
+        return {"results": results}
+
+    def job_complete(self, msg: protocol.JobComplete, who: Identity, now: float) -> dict[str, Any]:
+        self._send(self.core.allocation_complete(msg.job_id, who, msg.exit_code, msg.exit_signal, now))
+        return {"ok": True}
+
+    # ------------------------------------------------------------------ steps
+    def step_create(self, msg: protocol.StepCreate, who: Identity, now: float) -> dict[str, Any]:
+        return self.core.step_create(msg.job_id, who, now, msg.name, msg.ntasks, msg.nodes_min,
+                                     msg.cpus_per_task, msg.nodelist)
+
+    def step_complete(self, msg: protocol.StepComplete, who: Identity, now: float) -> dict[str, Any]:
+        job = self.core.jobs.get(msg.job_id)
+        if job is not None:
+            self.core.check_owner(job, who)
+        self.core.step_complete(msg.job_id, msg.step_id, msg.exit_code, msg.exit_signal, now)
+        return {"ok": True}
+
+    # ------------------------------------------------------------------ nodes
+    def update_node(self, msg: protocol.UpdateNode, who: Identity, now: float) -> dict[str, Any]:
+        self.require_operator(who)
+        for name in msg.nodes:
+            self.core.update_node(name, msg.state, msg.reason, who, now)
+        return {"ok": True}
+
+    def node_register(self, name: str, msg: protocol.NodeRegister, now: float) -> None:
+        self._send(self.core.node_register(name, protocol.to_builtins(msg), now))
+
+    def node_ping(self, name: str, msg: protocol.NodePing, now: float) -> None:
+        self._send(self.core.node_ping(name, msg.running_jobs, msg.cpu_load, msg.free_mem, now, msg.unhealthy))
+
+    def job_ended(self, name: str, msg: protocol.JobEnded, now: float) -> None:
+        self._send(self.core.job_ended(msg.job_id, msg.exit_code, msg.exit_signal, msg.end_time, now,
+                                       msg.timed_out, msg.tres_usage_max, msg.tres_usage_ave))
+        self._send([Outgoing(name, "job_ended_ack", {"job_id": msg.job_id})])
+
+    # ------------------------------------------------------------------ priorities and associations
+    def priority_factors(self, msg: protocol.PriorityFactorsRequest, priority_type: str,
+                         now: float) -> protocol.PriorityFactorsReply:
+        weights = getattr(self.core.priority_policy, "weights", None)
+        by_factor = getattr(weights, "by_factor", None)
+        return protocol.PriorityFactorsReply(
+            type=priority_type, cluster=self.core.cluster_name, weights=by_factor() if by_factor else {},
+            jobs=[protocol.PriorityFactorsRow(**row)
+                  for row in self.core.priority_factors(now, msg.job_ids, msg.users)])
+
+    def acctmgr(self, msg: protocol.AcctMgr, who: Identity, now: float) -> dict[str, Any]:
+        """sacctmgr add/modify/delete/show of accounts, users and QOS (operators only, but show)."""
+        book = self.core.accounts
+        if msg.action != "show":
+            self.require_operator(who)
+        try:
+            if msg.action == "add":
+                for name in msg.names:
+                    if msg.entity == "account":
+                        book.add_account(name, msg.fields.get("parent", "root"), msg.fields.get("description"),
+                                         msg.fields.get("organization"), int(msg.fields.get("fairshare", 1)))
+                    elif msg.entity == "user":
+                        for account in msg.fields.get("account", "").split(","):
+                            if not account:
+                                raise AssociationError("You need to specify an account name")
+                            book.add_user(name, account, msg.fields.get("defaultaccount"),
+                                          int(msg.fields.get("fairshare", 1)))
+                    else:
+                        book.add_qos(name, int(msg.fields.get("priority", 0)),
+                                     int(msg.fields["maxjobsperuser"]) if "maxjobsperuser" in msg.fields else None,
+                                     msg.fields.get("preempt", ""), msg.fields.get("preemptmode"))
+            elif msg.action == "modify":
+                for name in msg.names:
+                    book.modify(msg.entity, name, msg.fields, msg.where.get("account"))
+            elif msg.action == "delete":
+                for name in msg.names:
+                    book.delete(msg.entity, name)
+        except (AssociationError, ValueError) as exc:
+            raise RequestError(str(exc), "AssociationError") from None
+        if msg.action != "show":
+            self.core.recompute_priorities(now)
+        return {"accounts": book.accounts(), "users": book.users(), "qos": book.qos(), "links": book.links(),
+                "cluster": self.core.cluster_name}
+
+    def share_info(self, now: float) -> dict[str, Any]:
+        return {"shares": [protocol.to_builtins(s) for s in self.core.accounts.shares(now)]}
+
+
+def _int(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise RequestError(f"Invalid value {value!r}", "InvalidUpdate") from None
+
+
+def parse_job_changes(fields: dict[str, str]) -> JobChanges:
+    """``scontrol update job`` Key=Value pairs (keys in any case) as typed changes."""
+    changes = JobChanges()
+    for key, value in fields.items():
+        lowered = key.lower()
+        if lowered == "hold":
+            changes.hold = "admin" if value == "admin" else "user"
+        elif lowered == "release":
+            changes.release = True
+        elif lowered == "timelimit":
+            from plurm.grammar.timefmt import parse_time_limit
+
+            try:
+                changes.time_limit = parse_time_limit(value)
+            except ValueError:
+                raise RequestError("Invalid time limit specification", "InvalidTimeLimit") from None
+        elif lowered == "partition":
+            changes.partition = value
+        elif lowered == "priority":
+            changes.priority = _int(value)
+        elif lowered == "nice":
+            changes.nice = _int(value)
+        elif lowered in ("jobname", "name"):
+            changes.name = value
+        elif lowered == "comment":
+            changes.comment = value
+        elif lowered in ("numnodes", "minnodes"):
+            low, _, high = value.partition("-")
+            changes.nodes = (_int(low), _int(high) if high else None)
+        elif lowered in ("numtasks", "ntasks"):
+            changes.ntasks = _int(value)
+        else:
+            raise RequestError(f"Update of {key} is not supported", "InvalidUpdate")
+    return changes
