@@ -13,11 +13,15 @@ minutes to 2 days).  Then times, in a fresh process each:
 * ``backfill_500``: the main pass, then plan_backfill with bf_max_job_test=500
   (Slurm's default cap on the jobs one cycle looks at);
 * ``priority``: priority/multifactor over every pending job at once (what each
-  PriorityCalcPeriod does), with fair share and QOS factors per account.
+  PriorityCalcPeriod does), with fair share and QOS factors per account;
+* ``core``: the same queue through the whole scheduling core (``ClusterCore.schedule``:
+  eligibility, the main pass, a backfill cycle with bf_max_job_test=500, preemption
+  checks, starts with their launch messages), as the controller runs it.
 
 on the compiled kernels and on the pure-Python twins (PLURM_NO_EXTENSIONS=1 in
 a subprocess, since plurm.corescheduler chooses its kernels at first import),
-and prints the times, the pure/compiled ratio and each run's peak RSS.  With no
+and prints the times, the pure/compiled ratio, each run's peak RSS and a digest of
+the decisions (starts, planned starts, reasons); it fails when the twins' digests differ.  With no
 --nodes/--jobs it runs 10,000 nodes x 100,000 jobs and 1,000 x 10,000.
 ``--json`` prints one object: compiled_s, pure_s, ratio, peak_rss_mb (the first
 case's full pass) and every figure under ``cases``.  ``--profile`` prints where
@@ -144,23 +148,73 @@ def one_pass(variant: str, nodes: int, jobs: int, seed: int) -> dict[str, Any]:
         policy, shape, queue = _priority_case(sched, pending)
         t0 = time.perf_counter()
         values = policy.priorities(queue, NOW, shape)
-        starts, result = values[:0], None
+        starts, result = [], None
     elif variant == "main":
         starts = sched.schedule(pending, NOW)
         result = None
+    elif variant == "core":
+        core = _core_case(sched, running, pending)
+        t0 = time.perf_counter()
+        core.schedule(NOW)
+        elapsed = time.perf_counter() - t0
+        return {"variant": variant, "nodes": nodes, "jobs": jobs, "running": len(running), "seconds": elapsed,
+                "build_s": build_s, "starts": sum(1 for job, _ in pending if job.state == "RUNNING"), "planned": sum(
+                    1 for job, _ in pending if job.planned_start is not None), "tested": 0,
+                "compiled": bool(corescheduler.COMPILED) and backfill.profile_compiled(),
+                "digest": _core_digest(pending),
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     else:
         test = len(pending) if variant == "backfill_all" else 500
         params = backfill.BackfillParams(max_job_test=test)
         starts, result = backfill.schedule_with_backfill(sched, pending, running, NOW, params)
     elapsed = time.perf_counter() - t0
+    digest = _digest(values) if variant == "priority" else _decisions_digest(starts, result, pending)
     return {
-        "variant": variant, "nodes": nodes, "jobs": jobs, "running": len(running),
+        "variant": variant, "nodes": nodes, "jobs": jobs, "running": len(running), "digest": digest,
         "seconds": elapsed, "build_s": build_s, "starts": len(starts),
         "planned": len(result.planned_start) if result else 0,
         "tested": result.tested if result else 0,
         "compiled": bool(corescheduler.COMPILED) and backfill.profile_compiled(),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
+
+
+def _core_case(sched: Any, running: list, pending: list) -> Any:
+    """A ClusterCore holding the built cluster: running jobs, then the queue by priority."""
+    from plurm.corescheduler.backfill import BackfillParams
+    from plurm.corescheduler.core import ClusterCore, CoreSettings
+
+    for k, (job, _) in enumerate(pending):
+        job.priority = len(pending) - k  # the queue's order, as its priorities
+        job.spec.batch = False  # allocations: no batch step records in the pass
+    for job in running:
+        sched.release(job)  # the core allocates what it is given as running
+    settings = CoreSettings(default_mem_per_cpu=1000, backfill=BackfillParams(max_job_test=500))
+    return ClusterCore(sched.nodes, sched.partitions, settings, jobs=running + [job for job, _ in pending],
+                       now=NOW)
+
+
+def _core_digest(pending: list) -> str:
+    return _digest([(job.job_id, job.state, job.reason, job.nodes, job.cpus, job.mem, job.tasks,
+                     job.planned_start) for job, _ in pending])
+
+
+def _decisions_digest(starts: list, result: Any, pending: list) -> str:
+    """One hash of what the pass decided: each start (job, task, nodes, CPUs, memory, tasks),
+    each planned start and every pending job's reason.  Two runs, two twins or two commits
+    decide the same exactly when their digests are equal."""
+    rows: list[Any] = [("start", s.job.job_id, s.job.array_task_id, s.allocation.nodes, s.allocation.cpus,
+                        s.allocation.mem, s.allocation.tasks) for s in starts]
+    if result is not None:
+        rows += sorted(("plan", job_id, at) for job_id, at in result.planned_start.items())
+    rows += [("reason", job.job_id, job.array_task_id, job.reason) for job, _ in pending]
+    return _digest(rows)
+
+
+def _digest(rows: list) -> str:
+    import hashlib
+
+    return hashlib.sha256(repr(rows).encode()).hexdigest()[:16]
 
 
 def _priority_case(sched: Any, pending: list) -> tuple[Any, Any, list]:
@@ -259,9 +313,9 @@ def main() -> int:
                             if row["pure_s"] and row["compiled_s"] else None)
             row["peak_rss_mb"] = comp["peak_rss_mb"] if comp else None
             row["pure_peak_rss_mb"] = pure["peak_rss_mb"] if pure else None
-            for key in ("running", "starts", "planned", "tested", "build_s", "compiled"):
+            for key in ("running", "starts", "planned", "tested", "build_s", "compiled", "digest"):
                 row[key] = (comp or pure or {}).get(key)
-            keys = ("starts", "planned", "tested")
+            keys = ("starts", "planned", "tested", "digest")
             if comp and pure and any(comp[k] != pure[k] for k in keys):
                 row["mismatch"] = True  # the two paths must decide identically
             rows.append(row)
@@ -283,7 +337,7 @@ def _line(row: dict[str, Any]) -> str:
             f"compiled {f(row['compiled_s'])} s  pure {f(row['pure_s'])} s  "
             f"ratio {f(row['ratio'], '.1f')}  rss {f(row['peak_rss_mb'], '.0f')} MB  "
             f"(running {row['running']}, started {row['starts']}, planned {row['planned']}, "
-            f"tested {row['tested']}, compiled={row['compiled']})")
+            f"tested {row['tested']}, compiled={row['compiled']}, decisions {row['digest']})")
 
 
 if __name__ == "__main__":
