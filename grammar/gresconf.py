@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from plurm.grammar.slurmconf import (
+from plurm.grammar.confsyntax import (
     ConfError,
     Loc,
     Statement,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plurm.grammar import gresconf, hostlist, slurmconf
+from plurm.grammar import confsyntax, gresconf, hostlist, slurmconf
 from plurm.grammar.slurmconf import (
     ConfError,
     canonical_key,
@@ -385,10 +385,10 @@ def test_key_table_covers_scontrol_show_config() -> None:
 
 @pytest.mark.parametrize("grammar", ["slurm_conf.lark", "gres_conf.lark"])
 def test_every_grammar_rule_is_handled(grammar: str) -> None:
-    parser = slurmconf._lark_parser(grammar)
+    parser = confsyntax._lark_parser(grammar)
     rules = {str(r.origin.name) for r in parser.rules}
     rules = {r for r in rules if not r.startswith("_")}
-    assert rules == set(slurmconf.RULES_HANDLED)
+    assert rules == set(confsyntax.RULES_HANDLED)
 
 
 # ------------------------------------------------------------------ time limits
