@@ -116,6 +116,7 @@ setup(
         "lark>=1.1",
         "pluggy>=1.3",
         "psutil>=5.9",
+        "python-daemon>=3",  # plurmctld/plurmd without -D (plurm.common.daemon)
     ],
     extras_require={
         "test": [
