@@ -132,7 +132,9 @@ setup(
             "pyopencl",
             "pocl-binary-distribution",
             "numpy",
+            "matplotlib",  # plurm simulate's plots (tests/tools/simulate)
         ],
+        "sim": ["matplotlib>=3.5"],  # plurm simulate's PNG plots; runs without it under --no-plots
         "nvidia": ["nvidia-ml-py"],
         "amd": ["amdsmi"],
         "opencl": ["pyopencl", "pocl-binary-distribution"],
