@@ -6,6 +6,7 @@
     plurm demo [--dir DIR] [--down]
     plurm why JOBID
     plurm bench e2e [...]          (tests/bench/e2e.py against the local cluster)
+    plurm simulate TRACE.swf | --generate JOBS [--conf F | --compare A B] [--out DIR]
 """
 
 from __future__ import annotations
@@ -76,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     bench = sub.add_parser("bench", help="benchmarks (see docs/performance.md)")
     bench.add_argument("what", choices=["e2e", "scheduler"])
     bench.add_argument("rest", nargs=argparse.REMAINDER)
+    from plurm.tools.simulate.cli import add_arguments as simulate_arguments
+
+    simulate = sub.add_parser("simulate", help="replay a workload through the scheduler in virtual time")
+    simulate_arguments(simulate)
     args = parser.parse_args(argv)
     if args.command == "cluster":
         args.nodes_given = args.nodes is not None
@@ -93,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         from plurm.tools.bench import run_bench
 
         return run_bench(args.what, args.rest)
+    if args.command == "simulate":
+        from plurm.tools.simulate.cli import run as simulate_run
+
+        return simulate_run(args)
     return 2
 
 

@@ -81,9 +81,10 @@ def summary(result: SimResult) -> dict[str, Any]:
     used = sum(r.cpus * (r.end - r.start) for r in done)  # type: ignore[operator]
     capacity = result.total_cpus * makespan
     skipped = dict(result.skipped)
-    never = sum(1 for r in result.records if r.start is None)
-    if never:
-        skipped["never_started"] = skipped.get("never_started", 0) + never
+    for r in result.records:
+        if r.start is None:  # state "PENDING (Reason)": the core's reason
+            key = "never_started" + (r.state[len("PENDING"):] if r.state.startswith("PENDING") else "")
+            skipped[key] = skipped.get(key, 0) + 1
     states: dict[str, int] = {}
     for r in done:
         states[r.state] = states.get(r.state, 0) + 1
