@@ -1,10 +1,12 @@
-"""The one option table shared by sbatch, srun and salloc, and a getopt_long work-alike.
+"""The one option table shared by sbatch, srun and salloc.
 
 Why a table: the three commands accept largely the same options with the same value rules
 and the same input environment variables (SBATCH_*, SALLOC_*, SLURM_* for srun), so each
 option is described once -- long name, short letter, argument kind, the commands that accept
 it, its value parser (a key of ``values.PARSERS``), its input variables, and whether repeats
-accumulate -- and the three front ends read it.
+accumulate -- and the three front ends read it.  The command line itself is read by the
+command-line kit (``plurm.common.cli``, through ``plurm.tools.sbatch_cli``): grammar is the
+bottom layer and may not import it.
 
 This module is on every command's start-up path: it imports nothing beyond what ``site``
 already loaded, and builds the table from a text block with str.split.  Measured with
@@ -17,12 +19,12 @@ from collections import namedtuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: `typing` costs milliseconds of every sbatch start-up
-    from collections.abc import Generator, Iterator
+    from collections.abc import Iterator
 
 from .values import OptionError, OptionValueError
 
 __all__ = ["Option", "OptionError", "OptionValueError", "OPTIONS", "ALL_OPTIONS", "options_for",
-           "GetoptError", "getopt", "iter_getopt", "lookup_long", "env_inputs"]
+           "env_inputs"]
 
 PROGS = ("sbatch", "srun", "salloc")
 _CMD_LETTER = {"b": "sbatch", "r": "srun", "a": "salloc"}
@@ -273,112 +275,3 @@ def env_inputs(prog: str) -> Iterator[tuple[str, Option]]:
     for opt in options_for(prog)[0].values():
         for var in opt.env.get(prog, ()):
             yield var, opt
-
-
-# ------------------------------------------------------------------------------ getopt
-class GetoptError(OptionError):
-    """A getopt_long error: two lines, the second pointing at --help; status 255."""
-
-    def __init__(self, prog: str, line: str) -> None:
-        super().__init__([f"{prog}: {line}", f'Try "{prog} --help" for more information'], 255)
-
-
-def lookup_long(prog: str, word: str) -> Option:
-    """Resolve ``word`` (no leading dashes, no '=value') as getopt_long does: an exact name
-    wins, else a unique prefix; a prefix shared by different options is ambiguous."""
-    longs = options_for(prog)[0]
-    opt = longs.get(word)
-    if opt is not None:
-        return opt
-    cands = [o for n, o in longs.items() if n.startswith(word)]
-    if not cands:
-        raise KeyError(word)
-    # as glibc: candidates identical to the first (same getopt identity) are not a choice
-    first = cands[0]
-    listed = [first] + [o for o in cands[1:] if o.ident != first.ident]
-    if len(listed) == 1:
-        return first
-    raise LookupError([o.name for o in listed])
-
-
-# A parsed option: the row, its value (None for flags / an optional argument not given),
-# the argv words consumed, and the position in args of the first of them.
-Parsed = namedtuple("Parsed", ["option", "value", "given", "index"], defaults=(0,))
-
-
-def getopt(prog: str, args: list[str]) -> tuple[list[Parsed], list[str]]:
-    """Parse ``args`` like glibc getopt_long with a '+' optstring: options end at the first
-    non-option word (or after '--').  Returns (parsed options, remaining words)."""
-    it = iter_getopt(prog, args)
-    out: list[Parsed] = []
-    while True:
-        try:
-            out.append(next(it))
-        except StopIteration as stop:
-            return out, stop.value
-
-
-def iter_getopt(prog: str, args: list[str]) -> Generator[Parsed, None, list[str]]:
-    """The same, one option at a time, so that a caller can apply (and refuse) each value
-    before a later word is looked at -- sbatch reports a bad value before a later unknown
-    option.  The generator's return value is the list of remaining words."""
-    longs, shorts = options_for(prog)
-    i = 0
-    n = len(args)
-    while i < n:
-        a = args[i]
-        if a == "--":
-            return args[i + 1:]
-        if not a.startswith("-") or a == "-":
-            return args[i:]
-        if a.startswith("--"):
-            body = a[2:]
-            name, eq, val = body.partition("=")
-            try:
-                opt = lookup_long(prog, name)
-            except KeyError:
-                raise GetoptError(prog, f"unrecognized option '{a}'") from None
-            except LookupError as exc:
-                poss = " ".join(f"'--{c}'" for c in exc.args[0])
-                raise GetoptError(prog, f"option '{a}' is ambiguous; possibilities: {poss}"
-                                  ) from None
-            if opt.arg == "none":
-                if eq:
-                    raise GetoptError(prog, f"option '--{opt.name}' doesn't allow an argument")
-                yield Parsed(opt, None, [a], index=i)
-            elif opt.arg == "optional":
-                yield Parsed(opt, val if eq else None, [a], index=i)
-            else:
-                if eq:
-                    yield Parsed(opt, val, [a], index=i)
-                elif i + 1 < n:
-                    yield Parsed(opt, args[i + 1], [a, args[i + 1]], index=i)
-                    i += 1
-                else:
-                    raise GetoptError(prog, f"option '--{opt.name}' requires an argument")
-            i += 1
-            continue
-        # a cluster of short options: -vvN2
-        j = 1
-        while j < len(a):
-            ch = a[j]
-            opt = shorts.get(ch)
-            if opt is None:
-                raise GetoptError(prog, f"invalid option -- '{ch}'")
-            rest = a[j + 1:]
-            if opt.arg == "none":
-                yield Parsed(opt, None, [a] if len(a) == 2 else [f"-{ch}"], index=i)
-                j += 1
-                continue
-            if rest:
-                yield Parsed(opt, rest, [a], index=i)
-            elif opt.arg == "optional":
-                yield Parsed(opt, None, [a], index=i)
-            elif i + 1 < n:
-                yield Parsed(opt, args[i + 1], [a, args[i + 1]], index=i)
-                i += 1
-            else:
-                raise GetoptError(prog, f"option requires an argument -- '{ch}'")
-            break
-        i += 1
-    return []

@@ -187,11 +187,10 @@ class Step:
         self.ctx.term()
 
 
-def _step_name(argv: list[str], options: dict[str, Any], command: list[str], own_allocation: bool) -> str:
+def _step_name(given: bool, options: dict[str, Any], command: list[str], own_allocation: bool) -> str:
     """A step is named after its command, unless -J is on srun's own command line
-    (inside a batch job SLURM_JOB_NAME is set, and names the job, not its steps)."""
-    own_args = argv[:len(argv) - len(command)]
-    given = any(a.startswith(("-J", "--job-n")) for a in own_args)  # -J, -JNAME, --job-name and its prefixes
+    (``given``: inside a batch job SLURM_JOB_NAME is set, and names the job, not its
+    steps)."""
     if options.get("job-name") and (given or own_allocation):
         return str(options["job-name"])
     return os.path.basename(command[0])
@@ -247,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
         nodes_min = ntasks
     try:
         step_info = conn.request("step_create", {
-            "job_id": job_id, "name": _step_name(argv, options, req.command, own_allocation),
+            "job_id": job_id, "name": _step_name("job-name" in req.cmdline_keys, options, req.command,
+                                                  own_allocation),
             "ntasks": ntasks,
             "nodes_min": nodes_min if not own_allocation else None,
             "cpus_per_task": options.get("cpus-per-task"), "nodelist": list(nodelist) if not own_allocation else [],

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from plurm.grammar import values
-from plurm.grammar.options import OPTIONS, OptionError, getopt, lookup_long, options_for
-from plurm.tools.sbatch_cli import (format_verbose_block, help_text, parse_sbatch,
+from plurm.grammar.options import OPTIONS, OptionError, options_for
+from plurm.tools.sbatch_cli import (format_verbose_block, getopt, help_text, lookup_long, parse_sbatch,
                                       parse_srun, usage_text, version_text)
 
 REF = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "slurm-22.05"
