@@ -16,17 +16,29 @@ import re
 import sys
 import time
 
-from plurm.tools.display import glibc_message, info_action
+from plurm.common.cli import OptionError, getopt_long
+from plurm.tools.display import info_action
 
 PROG = "sacct"
 
+# sacct's getopt table: long name -> (key, has_arg); the key is the short letter where
+# there is one, so that aliases (--uid/--user) are one option to abbreviation.
 _SHORT = "aA:bBcDeE:f:g:hi:I:j:k:K:lLM:nN:o:pPq:r:s:S:Tu:vVW:x:X"
-_LONG = ["allusers", "accounts=", "brief", "batch-script", "completion", "delimiter=", "duplicates",
-         "helpformat", "endtime=", "env-vars", "federation", "file=", "gid=", "group=", "help", "nnodes=",
-         "ncpus=", "jobs=", "json", "timelimit-min=", "timelimit-max=", "local", "long", "allclusters",
-         "clusters=", "noheader", "noconvert", "nodelist=", "name=", "format=", "parsable", "parsable2",
-         "qos=", "partition=", "state=", "starttime=", "truncate", "uid=", "user=", "units=", "usage",
-         "verbose", "version", "wckeys=", "whole-hetjob=", "associations=", "allocations", "yaml"]
+_LONG = {
+    "allusers": ("a", 0), "accounts": ("A", 1), "brief": ("b", 0), "batch-script": ("B", 0),
+    "completion": ("c", 0), "delimiter": ("delimiter", 1), "duplicates": ("D", 0),
+    "helpformat": ("e", 0), "endtime": ("E", 1), "env-vars": ("env-vars", 0),
+    "federation": ("federation", 0), "file": ("f", 1), "gid": ("g", 1), "group": ("g", 1),
+    "help": ("h", 0), "nnodes": ("i", 1), "ncpus": ("I", 1), "jobs": ("j", 1), "json": ("json", 0),
+    "timelimit-min": ("k", 1), "timelimit-max": ("K", 1), "local": ("local", 0), "long": ("l", 0),
+    "allclusters": ("L", 0), "clusters": ("M", 1), "noheader": ("n", 0),
+    "noconvert": ("noconvert", 0), "nodelist": ("N", 1), "name": ("name", 1), "format": ("o", 1),
+    "parsable": ("p", 0), "parsable2": ("P", 0), "qos": ("q", 1), "partition": ("r", 1),
+    "state": ("s", 1), "starttime": ("S", 1), "truncate": ("T", 0), "uid": ("u", 1),
+    "user": ("u", 1), "units": ("units", 1), "usage": ("usage", 0), "verbose": ("v", 0),
+    "version": ("V", 0), "wckeys": ("W", 1), "whole-hetjob": ("whole-hetjob", 2),
+    "associations": ("x", 1), "allocations": ("X", 0), "yaml": ("yaml", 0),
+}
 
 USAGE = "Usage: sacct [options]\n\tUse --help for help\n"
 
@@ -127,53 +139,52 @@ def _split(value: str) -> list[str]:
 
 
 def parse_args(argv: list[str]) -> Options:
-    import getopt
-
     opts = Options()
     try:
-        pairs, rest = getopt.gnu_getopt(argv, _SHORT, _LONG)
-    except getopt.GetoptError as exc:
-        raise UsageError(glibc_message(PROG, exc)) from None
+        pairs, rest = getopt_long(PROG, argv, _SHORT, _LONG)
+    except OptionError as exc:
+        raise UsageError(exc.message) from None
     for key, value in pairs:
-        if key in ("-a", "--allusers"):
+        value = value or ""
+        if key == "a":
             opts.allusers = True
-        elif key in ("-u", "--uid", "--user"):
+        elif key == "u":
             opts.users.extend(_split(value))
-        elif key in ("-j", "--jobs"):
+        elif key == "j":
             opts.jobs.extend(_split(value))
-        elif key in ("-o", "--format"):
+        elif key == "o":
             opts.format = value if opts.format is None else opts.format + "," + value
-        elif key in ("-l", "--long"):
+        elif key == "l":
             opts.long = True
-        elif key in ("-b", "--brief"):
+        elif key == "b":
             opts.brief = True
-        elif key in ("-p", "--parsable"):
+        elif key == "p":
             opts.parsable = "p"
-        elif key in ("-P", "--parsable2"):
+        elif key == "P":
             opts.parsable = "P"
-        elif key == "--delimiter":
+        elif key == "delimiter":
             opts.delimiter = value
-        elif key in ("-n", "--noheader"):
+        elif key == "n":
             opts.noheader = True
-        elif key in ("-X", "--allocations"):
+        elif key == "X":
             opts.allocations = True
-        elif key in ("-S", "--starttime"):
+        elif key == "S":
             opts.start = value
-        elif key in ("-E", "--endtime"):
+        elif key == "E":
             opts.end = value
-        elif key in ("-s", "--state"):
+        elif key == "s":
             opts.states.extend(_split(value))
-        elif key in ("-r", "--partition"):
+        elif key == "r":
             opts.partitions.extend(_split(value))
-        elif key == "--name":
+        elif key == "name":
             opts.names.extend(_split(value))
-        elif key in ("-h", "--help"):
+        elif key == "h":
             opts.action = opts.action or "help"
-        elif key == "--usage":
+        elif key == "usage":
             opts.action = opts.action or "usage"
-        elif key in ("-V", "--version"):
+        elif key == "V":
             opts.action = opts.action or "version"
-        elif key in ("-e", "--helpformat"):
+        elif key == "e":
             opts.action = opts.action or "helpformat"
         # Everything else is accepted and has no effect in plurm.
     if rest:

@@ -11,7 +11,7 @@ As Slurm: a job that does not exist or has already ended is reported only with `
 and is not an error when the signal is SIGKILL (plain cancel); any other failure prints
 ``scancel: error: Kill job error on job id N: ...`` and exits 1.
 
-Start-up budget: stdlib only (getopt, json through the client).
+Start-up budget: stdlib only (json through the client) and the command-line kit.
 """
 
 from __future__ import annotations
@@ -20,14 +20,22 @@ import os
 import re
 import sys
 
-from plurm.tools.display import glibc_message, info_action
+from plurm.common.cli import OptionError, Table, parse, try_help
+from plurm.tools.display import info_action
 
 PROG = "scancel"
 
+# scancel's getopt table: long name -> (key, has_arg); the key is the short letter where
+# there is one, so that aliases (--name/--jobname) are one option to abbreviation.
 _SHORT = "A:bfHiM:n:p:Qq:R:s:t:u:vVw:"
-_LONG = ["account=", "batch", "full", "hurry", "interactive", "clusters=", "cluster=", "name=", "jobname=",
-         "partition=", "quiet", "qos=", "reservation=", "sibling=", "signal=", "state=", "user=", "usage",
-         "verbose", "version", "nodelist=", "wckey=", "help", "ctld"]
+_LONG = {
+    "account": ("A", 1), "batch": ("b", 0), "full": ("f", 0), "hurry": ("H", 0),
+    "interactive": ("i", 0), "clusters": ("M", 1), "cluster": ("M", 1), "name": ("n", 1),
+    "jobname": ("n", 1), "partition": ("p", 1), "quiet": ("Q", 0), "qos": ("q", 1),
+    "reservation": ("R", 1), "sibling": ("sibling", 1), "signal": ("s", 1), "state": ("t", 1),
+    "user": ("u", 1), "usage": ("usage", 0), "verbose": ("v", 0), "version": ("V", 0),
+    "nodelist": ("w", 1), "wckey": ("wckey", 1), "help": ("help", 0), "ctld": ("ctld", 0),
+}
 
 # Linux signal numbers, as Slurm's sig_name2num knows them.
 SIGNALS = {
@@ -94,8 +102,6 @@ def parse_signal(text: str) -> int:
 
 
 def parse_args(argv: list[str], environ: dict[str, str] | None = None) -> Options:
-    import getopt
-
     environ = os.environ if environ is None else environ
     opts = Options()
     # Slurm reads these before the command line.
@@ -111,41 +117,42 @@ def parse_args(argv: list[str], environ: dict[str, str] | None = None) -> Option
     if environ.get("SCANCEL_USER"):
         opts.user = environ["SCANCEL_USER"]
     try:
-        pairs, rest = getopt.gnu_getopt(argv, _SHORT, _LONG)
-    except getopt.GetoptError as exc:
-        raise UsageError([glibc_message(PROG, exc), f'Try "{PROG} --help" for more information']) from None
-    for key, value in pairs:
-        if key in ("-b", "--batch"):
+        parsed, rest = parse(PROG, argv, Table(_SHORT, _LONG))
+    except OptionError as exc:
+        raise UsageError([exc.message, try_help(PROG)]) from None
+    for p in parsed:
+        key, value = p.key, p.value or ""
+        if key == "b":
             opts.batch = True
-        elif key in ("-f", "--full"):
+        elif key == "f":
             opts.full = True
-        elif key in ("-n", "--name", "--jobname"):
+        elif key == "n":
             opts.names.extend(v for v in value.split(",") if v)
-        elif key in ("-p", "--partition"):
+        elif key == "p":
             opts.partitions = [v for v in value.split(",") if v]
-        elif key in ("-Q", "--quiet"):
+        elif key == "Q":
             opts.quiet = True
-        elif key in ("-s", "--signal"):
+        elif key == "s":
             try:
                 opts.signal = parse_signal(value)
             except ValueError:
                 raise UsageError([f"{PROG}: error: Invalid job signal: {value}"]) from None
-        elif key in ("-t", "--state"):
+        elif key == "t":
             opts.states = [v for v in value.split(",") if v]
-        elif key in ("-u", "--user"):
+        elif key == "u":
             opts.user = value
-        elif key in ("-v", "--verbose"):
+        elif key == "v":
             opts.verbose += 1
-        elif key in ("-V", "--version"):
+        elif key == "V":
             opts.action = opts.action or "version"
-        elif key == "--help":
+        elif key == "help":
             opts.action = opts.action or "help"
-        elif key == "--usage":
+        elif key == "usage":
             opts.action = opts.action or "usage"
-        elif key in ("-H", "--hurry", "--ctld", "-M", "--clusters", "--cluster"):
+        elif key in ("H", "ctld", "M"):
             pass  # no burst buffers, one cluster; the controller always relays signals
         else:
-            raise UsageError([f"{PROG}: error: option {key} is not supported by plurm"])
+            raise UsageError([f"{PROG}: error: option {p.spelled} is not supported by plurm"])
     states = []
     for value in opts.states:
         state = _STATES.get(value.upper())
