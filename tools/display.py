@@ -2,6 +2,7 @@
 time strings, timestamps, ``%[.][size]x`` format specs, state codes.
 
 Stdlib only (``os``, ``time``): every command imports this on its start-up path.
+Command lines are read by the command-line kit, ``plurm.common.cli``.
 scontrol-style durations (``01:00:00``) live in ``plurm.grammar.timefmt``
 (``format_duration``, ``format_time_limit``); this module has the squeue/sinfo
 style (``1:00:00``, ``10:00``, ``0:13``).
@@ -26,8 +27,6 @@ __all__ = [
     "format_elapsed",
     "format_time_limit",
     "format_timestamp",
-    "getopt_long",
-    "OptionError",
     "job_state",
     "job_state_code",
     "pad",
@@ -289,135 +288,7 @@ def render(fields: list[FormatField], values: list[tuple[str, bool]]) -> str:
     return "".join(parts)
 
 
-# ----------------------------------------------------------------------------- options
-class Usage(Exception):
-    """Print ``text`` to ``stream`` and exit with ``code`` (help, usage, version, errors)."""
-
-    def __init__(self, text: str, code: int, stream: str = "stdout") -> None:
-        super().__init__(text)
-        self.text = text
-        self.code = code
-        self.stream = stream
-
-
-class OptionError(Exception):
-    """A command-line error, with the lines GNU getopt_long would print on stderr."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-def glibc_message(prog: str, exc: Exception) -> str:
-    """A Python getopt error in the words glibc's getopt_long prints (sacct, scancel)."""
-    text = str(exc)
-    opt = getattr(exc, "opt", "")
-    if "not recognized" in text or "not a unique prefix" in text:
-        return f"{prog}: unrecognized option '--{opt}'" if len(opt) > 1 else f"{prog}: invalid option -- '{opt}'"
-    if "requires argument" in text:
-        if len(opt) > 1:
-            return f"{prog}: option '--{opt}' requires an argument"
-        return f"{prog}: option requires an argument -- '{opt}'"
-    if "must not have an argument" in text:
-        return f"{prog}: option '--{opt}' doesn't allow an argument"
-    return f"{prog}: {text}"
-
-
-def getopt_or_usage(prog: str, argv: list[str], shortopts: str, longopts: dict[str, tuple[str, int]]
-                    ) -> tuple[list[tuple[str, str | None]], list[str]]:
-    """getopt_long, with an error raised as Usage in Slurm's words (and exit code 1)."""
-    try:
-        return getopt_long(prog, argv, shortopts, longopts)
-    except OptionError as exc:
-        raise Usage(exc.message + "\n" + f'Try "{prog} --help" for more information\n', 1, "stderr") from None
-
-
-def getopt_long(prog: str, argv: list[str], shortopts: str, longopts: dict[str, tuple[str, int]]
-                ) -> tuple[list[tuple[str, str | None]], list[str]]:
-    """GNU getopt_long with argument permutation, as Slurm's commands parse options.
-
-    ``shortopts`` is getopt's string (``x`` flag, ``x:`` required, ``x::`` attached-only
-    optional); ``longopts`` maps a long name to (key, has_arg) with has_arg 0/1/2 (none,
-    required, optional ``--name=value`` only).  A long option may be abbreviated to an
-    unambiguous prefix.  Returns ([(key, value)], operands); short options use their
-    letter as key.  Raises OptionError with getopt's message.
-    """
-    shorts: dict[str, int] = {}
-    i = 0
-    while i < len(shortopts):
-        ch = shortopts[i]
-        kind = 0
-        if shortopts[i + 1:i + 3] == "::":
-            kind, i = 2, i + 3
-        elif shortopts[i + 1:i + 2] == ":":
-            kind, i = 1, i + 2
-        else:
-            i += 1
-        shorts[ch] = kind
-    opts: list[tuple[str, str | None]] = []
-    operands: list[str] = []
-    k = 0
-    while k < len(argv):
-        arg = argv[k]
-        k += 1
-        if arg == "--":
-            operands.extend(argv[k:])
-            break
-        if arg.startswith("--"):
-            name, eq, value = arg[2:].partition("=")
-            if name in longopts:
-                match = name
-            else:
-                cands = [n for n in longopts if n.startswith(name)]
-                keys = {longopts[n] for n in cands}
-                if not cands:
-                    raise OptionError(f"{prog}: unrecognized option '--{name}'")
-                if len(keys) > 1:
-                    poss = " ".join(f"'--{n}'" for n in cands)
-                    raise OptionError(f"{prog}: option '--{name}' is ambiguous; possibilities: {poss}")
-                match = cands[0]
-            key, has_arg = longopts[match]
-            if has_arg == 0:
-                if eq:
-                    raise OptionError(f"{prog}: option '--{match}' doesn't allow an argument")
-                opts.append((key, None))
-            elif has_arg == 1:
-                if not eq:
-                    if k >= len(argv):
-                        raise OptionError(f"{prog}: option '--{match}' requires an argument")
-                    value = argv[k]
-                    k += 1
-                opts.append((key, value))
-            else:
-                opts.append((key, value if eq else None))
-            continue
-        if arg.startswith("-") and arg != "-":
-            j = 1
-            while j < len(arg):
-                ch = arg[j]
-                j += 1
-                if ch not in shorts:
-                    raise OptionError(f"{prog}: invalid option -- '{ch}'")
-                kind = shorts[ch]
-                if kind == 0:
-                    opts.append((ch, None))
-                    continue
-                rest = arg[j:]
-                if kind == 2:
-                    opts.append((ch, rest or None))
-                elif rest:
-                    opts.append((ch, rest))
-                else:
-                    if k >= len(argv):
-                        raise OptionError(f"{prog}: option requires an argument -- '{ch}'")
-                    opts.append((ch, argv[k]))
-                    k += 1
-                break
-            continue
-        operands.append(arg)
-    return opts, operands
-
-
+# ----------------------------------------------------------------------------- reports
 def run_iterating(run_once, iterate: float | None) -> int:
     """Print one report (a list of (stream, text) chunks), or one every ``iterate``
     seconds (squeue/sinfo -i) until interrupted; return the last exit code."""

@@ -2,7 +2,7 @@
 
 ``format_sinfo`` is pure (node and partition dicts in, text out) and is tested
 against Slurm 22.05's reference outputs.  Start-up imports only the stdlib,
-``plurm.tools.display`` and ``plurm.grammar.hostlist``.
+``plurm.common.cli``, ``plurm.tools.display`` and ``plurm.grammar.hostlist``.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ import os
 import sys
 import time
 
+from plurm.common.cli import Usage, getopt_or_usage
 from plurm.grammar.hostlist import HostlistError, compress, expand, sort_key
 from plurm.tools.display import (
-    Usage,
     partition_oversubscribe,
-    getopt_or_usage,
     run_iterating,
     FormatField,
     ctime_line,

@@ -16,7 +16,7 @@ Layouts (sprio(1) of 22.05, and observed output):
 * ``-w``: the same header, then one ``Weights`` row (SITE 1, each factor's weight).
 
 A format field is ``%[.][size]x``: '.' right-justifies, ``size`` pads and cuts.
-Start-up imports only the stdlib and ``plurm.tools.display``.
+Start-up imports only the stdlib, ``plurm.common.cli`` and ``plurm.tools.display``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from __future__ import annotations
 import os
 import sys
 
-from plurm.tools.display import Usage, getopt_or_usage, parse_format, render, version_line
+from plurm.common.cli import Usage, getopt_or_usage
+from plurm.tools.display import parse_format, render, version_line
 
 PROG = "sprio"
 

@@ -2,8 +2,8 @@
 
 The formatting (``format_jobs``) is pure: job dicts in, text out, so it is tested
 against the reference outputs of Slurm 22.05 without a controller.  Start-up
-imports only the stdlib, ``plurm.tools.display`` and ``plurm.grammar.hostlist``;
-the client is imported when the request is sent.
+imports only the stdlib, ``plurm.common.cli``, ``plurm.tools.display`` and
+``plurm.grammar.hostlist``; the client is imported when the request is sent.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from plurm.grammar.lazyre import lazy
 import sys
 import time
 
+from plurm.common.cli import Usage, getopt_or_usage
 from plurm.grammar.hostlist import compress
 from plurm.tools.display import (
-    Usage,
     job_oversubscribe,
-    getopt_or_usage,
     run_iterating,
     JOB_STATE_CODES,
     JOB_STATE_NAMES,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from plurm.tools import sprio
-from plurm.tools.display import Usage
+from plurm.common.cli import Usage
 from plurmtest import REFERENCE
 
 

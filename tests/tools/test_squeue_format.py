@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from plurm.tools import squeue
-from plurm.tools.display import format_elapsed, getopt_long, OptionError, pad, parse_format
+from plurm.common.cli import OptionError, getopt_long
+from plurm.tools.display import format_elapsed, pad, parse_format
 
 REF = Path(__file__).resolve().parents[3] / "shared" / "reference" / "slurm-22.05"
 if not REF.is_dir():
