@@ -85,24 +85,42 @@ def parse(words: list[str]) -> tuple[str, str, list[str], dict[str, str], dict[s
     return action, entity, names, fields, where
 
 
+# sacctmgr's getopt table (--usage is --help); '+' because, like Slurm's, sacctmgr stops
+# reading options at the first word of the command
+_SHORT = "+hinoPpQrsvV"
+_LONG = {
+    "help": ("h", 0), "usage": ("h", 0), "immediate": ("i", 0), "noheader": ("n", 0),
+    "oneliner": ("o", 0), "parsable": ("p", 0), "parsable2": ("P", 0), "quiet": ("Q", 0),
+    "readonly": ("r", 0), "associations": ("s", 0), "verbose": ("v", 0), "version": ("V", 0),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
+    from plurm.common.cli import OptionError, getopt_long, try_help
+
     argv = sys.argv[1:] if argv is None else argv
     header, parsable = True, None
-    words = []
-    for arg in argv:
-        if arg in ("-i", "--immediate", "-Q", "--quiet"):
-            continue
-        if arg in ("-n", "--noheader"):
+    try:
+        pairs, words = getopt_long("sacctmgr", list(argv), _SHORT, _LONG)
+    except OptionError as exc:
+        print(f"{exc.message}\n{try_help('sacctmgr')}", file=sys.stderr)
+        return 1
+    for key, _ in pairs:
+        if key == "n":
             header = False
-        elif arg in ("-P", "--parsable2"):
+        elif key == "P":
             parsable = "P"
-        elif arg in ("-p", "--parsable"):
+        elif key == "p":
             parsable = "p"
-        elif arg in ("-h", "--help", "--usage"):
+        elif key == "h":
             print(__doc__.strip())
             return 0
-        else:
-            words.append(arg)
+        elif key == "V":
+            from plurm.tools.display import version_line
+
+            sys.stdout.write(version_line())
+            return 0
+        # -i (changes are always immediate), -o, -Q, -r, -s, -v: nothing to do
     try:
         action, entity, names, fields, where = parse(words)
     except ValueError as exc:

@@ -16,6 +16,8 @@ import os
 import sys
 import time
 
+from plurm.common.cli import OptionError, Table, iter_getopt, try_help
+
 PROG = "scontrol"
 
 # How Slurm's parser names the entities of "show"; unique prefixes are accepted.
@@ -663,66 +665,48 @@ def _split_line(line: str) -> list[str]:
         return line.split()
 
 
+# scontrol's getopt table: long name -> (key, has_arg); --usage is --help
+_SHORT = "+adFhM:oQu:vV"
+_LONG = {
+    "all": ("a", 0), "details": ("d", 0), "federation": ("federation", 0), "future": ("F", 0),
+    "help": ("h", 0), "hide": ("hide", 0), "local": ("local", 0), "cluster": ("M", 1),
+    "clusters": ("M", 1), "oneliner": ("o", 0), "quiet": ("Q", 0), "sibling": ("sibling", 0),
+    "uid": ("u", 1), "verbose": ("v", 0), "version": ("V", 0), "usage": ("h", 0),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     sc = Scontrol()
-    words: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if words or not arg.startswith("-") or arg == "-":
-            words.append(arg)
-            i += 1
-            continue
-        if arg.startswith("--"):
-            name, _, value = arg[2:].partition("=")
-            longs = ("all", "details", "federation", "future", "help", "hide", "local", "cluster", "clusters",
-                     "oneliner", "quiet", "sibling", "uid", "verbose", "version", "usage")
-            matches = [n for n in longs if n.startswith(name)] if name else []
-            if name in longs:
-                matches = [name]
-            if len(matches) != 1:
-                sys.stderr.write(f"{PROG}: unrecognized option '{arg}'\n")
-                sys.stderr.write(f'Try "{PROG} --help" for more information\n')
-                return 1
-            name = matches[0]
-            if name in ("cluster", "clusters", "uid") and not value:
-                i += 1
-                if i >= len(argv):
-                    sys.stderr.write(f"{PROG}: option '--{name}' requires an argument\n")
-                    sys.stderr.write(f'Try "{PROG} --help" for more information\n')
-                    return 1
-            flags = {"all": "a", "details": "d", "help": "h", "oneliner": "o", "quiet": "Q", "verbose": "v",
-                     "version": "V", "usage": "h"}
-            letters = flags.get(name, "")
-        else:
-            letters = arg[1:]
-        for j, ch in enumerate(letters):
-            if ch == "a":
-                sc.all = True
-            elif ch == "d":
-                sc.details += 1
-            elif ch == "o":
-                sc.oneliner = True
-            elif ch == "Q":
-                sc.quiet = True
-            elif ch == "v":
-                sc.verbose += 1
-            elif ch == "V":
-                sc.cmd_version([])
-                return 0
-            elif ch == "h":
-                sys.stdout.write(HELP)
-                return 0
-            elif ch in "FM" or ch == "u":
-                if ch in "Mu" and j == len(letters) - 1:
-                    i += 1  # the option's argument
-                break
-            else:
-                sys.stderr.write(f"{PROG}: invalid option -- '{ch}'\n")
-                sys.stderr.write(f'Try "{PROG} --help" for more information\n')
-                return 1
-        i += 1
+    # getopt_long with '+': the first word that is not an option starts the command
+    it = iter_getopt(PROG, argv, Table(_SHORT, _LONG))
+    while True:
+        try:
+            key = next(it).key
+        except StopIteration as stop:
+            words: list[str] = stop.value
+            break
+        except OptionError as exc:
+            sys.stderr.write(f"{exc.message}\n{try_help(PROG)}\n")
+            return 1
+        if key == "a":
+            sc.all = True
+        elif key == "d":
+            sc.details += 1
+        elif key == "o":
+            sc.oneliner = True
+        elif key == "Q":
+            sc.quiet = True
+        elif key == "v":
+            sc.verbose += 1
+        elif key == "V":
+            sc.cmd_version([])
+            return 0
+        elif key == "h":
+            sys.stdout.write(HELP)
+            return 0
+        # -F, -M, -u, --federation, --hide, --local, --sibling: one cluster, no federation,
+        # requests run as the caller: accepted, nothing to do
     try:
         if words:
             return sc.run_words(words)

@@ -24,15 +24,44 @@ def render(shares: list[dict], header: bool = True, user: str | None = None) -> 
     return "".join(out)
 
 
+# sshare's getopt table: long name -> (key, has_arg), as Slurm's sshare spells them
+# (-h is --noheader; -n is --noconvert)
+_SHORT = "aA:ehlmM:no:pPUu:vV"
+_LONG = {
+    "accounts": ("A", 1), "all": ("a", 0), "helpformat": ("e", 0), "long": ("l", 0),
+    "partition": ("m", 0), "cluster": ("M", 1), "clusters": ("M", 1), "noconvert": ("n", 0),
+    "noheader": ("h", 0), "format": ("o", 1), "parsable": ("p", 0), "parsable2": ("P", 0),
+    "users": ("u", 1), "Users": ("U", 0), "verbose": ("v", 0), "version": ("V", 0),
+    "help": ("help", 0), "usage": ("usage", 0),
+}
+USAGE = "Usage: sshare [-h] [-u user_list] [-V] [--help] [--usage]\n"
+
+
 def main(argv: list[str] | None = None) -> int:
+    from plurm.common.cli import Usage, getopt_or_usage
+
     argv = sys.argv[1:] if argv is None else argv
-    header = "-n" not in argv and "--noheader" not in argv
+    header = True
     user = None
-    for i, arg in enumerate(argv):
-        if arg in ("-u", "--users") and i + 1 < len(argv):
-            user = argv[i + 1]
-        elif arg.startswith("--users="):
-            user = arg.split("=", 1)[1]
+    try:
+        pairs, _operands = getopt_or_usage("sshare", list(argv), _SHORT, _LONG)
+    except Usage as exc:
+        sys.stderr.write(exc.text)
+        return exc.code
+    for key, value in pairs:
+        if key == "h":
+            header = False
+        elif key == "u":
+            user = value
+        elif key == "V":
+            from plurm.tools.display import version_line
+
+            sys.stdout.write(version_line())
+            return 0
+        elif key in ("help", "usage"):
+            sys.stdout.write(USAGE)
+            return 0
+        # -a, -A, -e, -l, -m, -M, -n, -o, -p, -P, -U, -v: accepted, the layout is fixed
     from plurm.wire.client import ClientError, request
 
     try:
