@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import logging
 import logging.handlers
 import os
@@ -168,11 +169,16 @@ class PidFile:
     def __init__(self, path: str) -> None:
         self.path = path
         self.fd: int | None = None
+        # Whether the file is ours to remove: created here, or holding our pid.  A start that
+        # fails after locking must not delete a file another tool wrote for its own daemon
+        # (`plurm cluster up` records its -D daemons' pids in these same paths).
+        self.created = False
+        self.written = False
 
     def acquire(self, prog: str) -> None:
         for _ in range(10):
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                fd, self.created = _open_pid_file(self.path)
             except OSError as exc:
                 raise StartupError(f"cannot open pid file {self.path}: {exc.strerror}") from None
             try:
@@ -203,16 +209,18 @@ class PidFile:
         data = f"{pid}\n".encode()
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, data, 0)
+        self.written = True
 
     def release(self) -> None:
-        """Remove the file, then drop the lock (in that order, so a new daemon either finds
-        the file locked or finds none)."""
+        """Remove the file (if ours), then drop the lock: in that order, so that a new daemon
+        either finds the file locked or finds none."""
         if self.fd is None:
             return
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        if self.created or self.written:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
         os.close(self.fd)
         self.fd = None
 
@@ -222,6 +230,21 @@ class PidFile:
 
     def __exit__(self, *_exc: object) -> None:
         self.release()
+
+
+def _open_pid_file(path: str) -> tuple[int, bool]:
+    """Open (creating if need be) without truncating: the file may be another daemon's.
+    Returns the fd and whether this call created the file."""
+    for _ in range(10):  # the file may come and go between the two opens
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644), True
+        except FileExistsError:
+            pass
+        try:
+            return os.open(path, os.O_RDWR), False
+        except FileNotFoundError:
+            continue
+    raise OSError(errno.EAGAIN, "keeps being created and removed", path)
 
 
 def _read_pid(fd: int) -> int | None:
@@ -246,7 +269,7 @@ class Startup:
     workdir: str = "/var/tmp"
     umask: int = DAEMON_UMASK
     log: logging.Logger = field(default_factory=lambda: logging.getLogger())
-    _lock: PidFile | None = None
+    _lock: PidFile | None = field(default=None, init=False, repr=False)
 
     def setup_logging(self) -> None:
         """-D: as before, the -L file if given, else stderr.  Otherwise only the log file
@@ -382,18 +405,25 @@ class Startup:
         os.waitpid(child, 0)  # the first fork exits at once (python-daemon forks again)
         chunks: list[bytes] = []
         try:
-            while chunk := os.read(read_end, 4096):
+            # One line, not EOF: a process the service forked while starting may still hold
+            # a copy of the pipe's other end.
+            while (chunk := os.read(read_end, 4096)) and b"\n" not in chunk:
                 chunks.append(chunk)
+            chunks.append(chunk)
         except KeyboardInterrupt:
             print(f"{self.prog}: interrupted; the daemon carries on starting", file=sys.stderr)
             return 130
         finally:
             os.close(read_end)
-        reply = b"".join(chunks).decode(errors="replace").strip()
+        reply = b"".join(chunks).decode(errors="replace").split("\n", 1)[0]
         if reply == "ready":
             return 0
         if reply.startswith("error: "):
-            print(f"{self.prog}: error: {reply[7:]}", file=sys.stderr)
+            try:
+                message = str(json.loads(reply[7:]))
+            except ValueError:
+                message = reply[7:]
+            print(f"{self.prog}: error: {message}", file=sys.stderr)
         else:
             where = f" (see {self.logfile})" if self.logfile else ""
             print(f"{self.prog}: error: the daemon exited while starting{where}", file=sys.stderr)
@@ -401,6 +431,10 @@ class Startup:
 
 
 def _tell(fd: int, message: str) -> None:
+    """One line on the readiness pipe: "ready", or "error: " and the reason (JSON-quoted, so
+    that a message of several lines stays one line)."""
+    if message.startswith("error: "):
+        message = "error: " + json.dumps(message[7:])
     try:
         os.write(fd, message.encode() + b"\n")
     except OSError:  # the starting process is gone (killed): nobody to tell

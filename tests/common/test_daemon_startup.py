@@ -155,11 +155,15 @@ def test_node_port_in_use_is_reported(cluster_dir: Path) -> None:
     conf = load_slurm_conf(cluster_dir / "slurm.conf")
     port = conf.nodes["n2"].port
     assert port is not None
+    # A pid file written by someone else (`plurm cluster up` records its -D daemons there),
+    # not locked: taken, but on failure left as it was found.
+    pid_file = cluster_dir / "run" / "plurmd-n2.pid"
+    pid_file.write_text("4242\n")
     with _listen(port):
         proc = _start("plurmd", "-f", str(cluster_dir / "slurm.conf"), "-N", "n2")
     assert proc.returncode == 1, proc
     assert f"SlurmdPort {port}" in proc.stderr and "in use" in proc.stderr, proc.stderr
-    assert not (cluster_dir / "run" / "plurmd-n2.pid").exists()
+    assert pid_file.read_text() == "4242\n"
 
 
 def test_unknown_node_name_is_reported(cluster_dir: Path) -> None:
