@@ -2,20 +2,26 @@
 
 Without -D a daemon must not report a bad slurm.conf to /dev/null and exit 0, so the order is:
 
-1. the caller validates what it can before forking (slurm.conf, the key, the ports, the node
-   name) with the same loaders its service uses; a failure is a `StartupError`, printed on
-   stderr and logged, exit 1;
-2. the pid file is locked (`PidFile`) while still attached, so a second daemon refuses at once;
-3. `run_detached` forks once: the original process waits on a pipe while the child detaches
+1. the caller validates what it can before forking (slurm.conf, the key, the node name) with
+   the same loaders its service uses; a failure is a `StartupError`, printed on stderr and
+   logged, exit 1;
+2. the pid file is locked (`PidFile`) while still attached, so a second daemon refuses at once,
+   naming the first, before it looks at the ports that the first one holds;
+3. the ports are checked with `check_port_free`;
+4. `Startup.start` forks once: the original process waits on a pipe while the child detaches
    through python-daemon's `DaemonContext` (double fork, setsid, umask, cwd, fds closed,
    stdio on /dev/null), writes its pid into the locked file, builds the service and says
-   "ready" on the pipe; only then does the original process exit 0.  A service that fails to
-   build after detaching (a port taken in between, an unwritable state store) is still
-   reported on stderr with exit 1, which is what an admin (and systemd's Type=forking) expects.
+   "ready" on the pipe; only then does the original process exit 0.
 
-ZeroMQ contexts and sockets must not cross a fork (libzmq's I/O threads do not survive it), so
-nothing here creates one: the port checks use a plain socket, bound and closed before forking,
-and the service (which owns every zmq object) is built only in the final daemon process.
+Ports, and ZeroMQ across a fork: libzmq's context owns I/O threads, which a fork does not copy,
+so no zmq object may be created before detaching.  Binding the service's real sockets first
+is therefore out; instead the port is checked with a plain socket bound and closed before
+forking (it names the port, which zmq's "Address already in use" does not), and the service,
+which owns every zmq object, is built only in the final daemon process.  The check alone would
+leave a race (a port taken between check and bind) and every later failure (an unwritable
+state store) unreported, so the readiness pipe reports those too: the command an admin typed
+exits 1 with the reason on stderr whatever fails before the service is up, which is also what
+systemd's Type=forking expects of a daemon.
 
 common/ may not import plurm.wire (see the import contract), so the loaders are the callers'.
 """

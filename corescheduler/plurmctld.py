@@ -5,7 +5,8 @@ default /var/run/slurmctld.pid; the log is -L, else SlurmctldLogFile, else syslo
 directory (where a core file lands) is the log file's directory, else StateSaveLocation, else
 /var/tmp; umask 022.  With -D nothing of that changes from before (`plurm cluster up` and the
 test fixtures rely on it): foreground, cwd and umask kept, log on -L or stderr, a pid file only
-with --pidfile.
+with --pidfile (locked, and removed at exit, as the daemon's).  The checks before starting are
+the same in both modes, and so are their messages.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ host, so that several plurmd share a host as Slurm's multiple-slurmd do), else S
 /var/run/slurmd.pid; the log is -L, else SlurmdLogFile (%n, %h), else syslog; the working
 directory is the spool directory (SlurmdSpoolDir, where slurmd leaves its core files), else
 /var/tmp; umask 022.  With -D nothing of that changes from before (`plurm cluster up` and the
-test fixtures rely on it).
+test fixtures rely on it): a pid file only with --pidfile (locked, and removed at exit).  The
+checks before starting are the same in both modes, and so are their messages.
 """
 
 from __future__ import annotations
