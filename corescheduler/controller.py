@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
@@ -57,7 +58,11 @@ class Controller:
         self.key = envelope.load_key(key_path_for(self.conf_path))
         state_dir = self.conf.state_save_location or os.path.join(os.path.dirname(self.conf_path), "state")
         os.makedirs(state_dir, exist_ok=True)
-        self.store = StateStore(os.path.join(state_dir, "plurm_state.db"))
+        db_path = os.path.join(state_dir, "plurm_state.db")
+        try:
+            self.store = StateStore(db_path)
+        except sqlite3.Error as exc:  # sqlite's own words do not say which file
+            raise RuntimeError(f"cannot open the state store {db_path}: {exc}") from None
         self.directory = Directory()
         now = time.time()
         jobs = self.store.load_jobs()

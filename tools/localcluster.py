@@ -137,9 +137,19 @@ class LocalCluster:
         return os.path.join(self.run_dir, f"{name}.pid")
 
     def _alive(self, name: str, module: str) -> int | None:
+        """The pid of the daemon ``name`` if it runs: one this class spawned (its command
+        line names the module and this slurm.conf), or one that holds the pid file's lock
+        (a daemon started without -D, e.g. ``plurmctld -f DIR/slurm.conf``, locks it)."""
+        import fcntl
+
         try:
             with open(self._pidfile(name)) as handle:
-                pid = int(handle.read().strip())
+                pid = int(handle.read().strip() or 0)
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    return pid or None  # a live plurm daemon holds it: never a stale file
             with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 cmdline = handle.read()
         except (OSError, ValueError):

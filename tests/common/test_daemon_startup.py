@@ -298,3 +298,15 @@ def test_port_check_agrees_with_libzmq_on_time_wait() -> None:
     with socket.socket() as plain, pytest.raises(OSError):
         plain.bind(("127.0.0.1", port))  # the TIME_WAIT is there: a bind without SO_REUSEADDR fails
     check_port_free("127.0.0.1", port, "SlurmctldPort")
+
+
+def test_cluster_down_stops_daemons_started_without_D(cluster_dir: Path) -> None:
+    """`plurm cluster down` knows a detached daemon by its pid file's lock (its command line
+    is the console script's, not the module `cluster up` runs) and stops it."""
+    proc = _start("plurmctld", "-f", str(cluster_dir / "slurm.conf"))
+    assert proc.returncode == 0, proc
+    pid_file = cluster_dir / "run" / "plurmctld.pid"
+    pid = _read_pid(pid_file)
+    assert pid is not None and _alive(pid)
+    assert LocalCluster(str(cluster_dir)).down() == ["plurmctld"]
+    assert not _alive(pid) and not pid_file.exists()
