@@ -309,7 +309,7 @@ def test_the_option_table_has_no_parser() -> None:
 
 
 def test_every_command_reads_its_line_through_the_kit() -> None:
-    for name in ["sbatch_cli", "squeue", "sinfo", "scancel", "sacct", "sacctmgr", "scontrol",
+    for name in ["frontend", "squeue", "sinfo", "scancel", "sacct", "sacctmgr", "scontrol",
                  "sprio", "sshare"]:
         source = (PKG / "tools" / f"{name}.py").read_text()
         assert re.search(r"plurm\.common(\.cli| import cli)", source), name
