@@ -116,9 +116,9 @@ def main(argv: list[str] | None = None) -> int:
             print(__doc__.strip())
             return 0
         elif key == "V":
-            from plurm.tools.display import version_line
+            from plurm import SLURM_COMPAT_VERSION   # display's version_line, without display
 
-            sys.stdout.write(version_line())
+            sys.stdout.write(f"slurm-wlm {SLURM_COMPAT_VERSION}\n")
             return 0
         # -i (changes are always immediate), -o, -Q, -r, -s, -v: nothing to do
     try:
