@@ -75,3 +75,31 @@ def test_cluster_down_stops_daemons_by_pid(fresh_cluster: Cluster) -> None:
         wait_for(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2],
                  what=f"pid {pid} to exit")
     assert not list((fresh_cluster.dir / "run").glob("*.pid"))
+
+
+def test_associations_and_usage_survive_kill9(fresh_cluster: Cluster, workdir: Path) -> None:
+    """sacctmgr's accounts and users and the fair-share usage live in the core's memory; the
+    controller writes them in the same commit as the jobs, so kill -9 loses none of them."""
+    c = fresh_cluster
+    c.run("sacctmgr", "-i", "add", "account", "physics", "Fairshare=5", check=True)
+    c.run("sacctmgr", "-i", "add", "user", "root", "Account=physics", check=True)
+    job_id = c.sbatch("-A", "physics", "-c", "2", "--wrap", "sleep 2", cwd=workdir)
+    c.wait_state(job_id, "COMPLETED")
+
+    def usage() -> dict[tuple[str, str], tuple[str, int]]:
+        """(account, user) -> (raw shares, raw usage), from sshare's fixed-width lines."""
+        lines = c.run("sshare", "-a", check=True).stdout.splitlines()[2:]
+        rows = {}
+        for line in lines:  # Account 0-19, User 21-30, RawShares 32-41, NormShares 43-53, RawUsage 55-65
+            rows[(line[:20].strip(), line[21:31].strip())] = (line[32:42].strip(), int(line[55:66]))
+        return rows
+
+    before = usage()
+    assert before[("physics", "")][0] == "5"
+    assert before[("physics", "root")][1] >= 4  # 2 CPUs for about 2 s
+    os.kill(_ctld_pid(c), signal.SIGKILL)
+    c.up()
+    after = usage()
+    assert after[("physics", "")][0] == "5"
+    assert set(after) == set(before)
+    assert after[("physics", "root")][1] >= before[("physics", "root")][1] - 1  # decayed a little at most
