@@ -114,7 +114,8 @@ def _run_one(conf: Any, trace: Trace, label: str, show_progress: bool) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from plurm.tools.simulate.engine import default_conf_text, load_conf, policy_name
-    from plurm.tools.simulate.report import compare_table, plot_compare, write_outputs, write_summary
+    from plurm.tools.simulate.report import (PlotsUnavailable, compare_table, plot_compare, write_outputs,
+                                             write_summary)
 
     if (args.trace is None) == (args.generate is None):
         print("plurm simulate: error: give a trace or --generate JOBS (one of them)", file=sys.stderr)
@@ -144,17 +145,23 @@ def run(args: argparse.Namespace) -> int:
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     os.makedirs(args.out, exist_ok=True)
     summaries, results = [], []
+    plots = not args.no_plots
     for label, conf in runs:
         result = _run_one(conf, trace, label, show)
         out_dir = os.path.join(args.out, label) if args.compare else args.out
         extra = {"policy_settings": policy_name(conf), "trace": trace.path}
-        summaries.append(write_outputs(out_dir, result, plots=not args.no_plots, extra=extra))
+        try:
+            summaries.append(write_outputs(out_dir, result, plots=plots, extra=extra))
+        except PlotsUnavailable as exc:
+            print(f"plurm simulate: warning: {exc}", file=sys.stderr)
+            plots = False
+            summaries.append(write_outputs(out_dir, result, plots=False, extra=extra))
         results.append(result)
     names = [label for label, _ in runs]
     print(compare_table(summaries, names))
     if args.compare:
         write_summary(os.path.join(args.out, "compare.json"), {"runs": dict(zip(names, summaries))})
-        if not args.no_plots:
+        if plots:
             plot_compare(os.path.join(args.out, "compare.png"), results)
     print(f"outputs in {args.out}", file=sys.stderr)
     return 0

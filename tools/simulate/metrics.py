@@ -147,3 +147,27 @@ def queue_series(result: SimResult) -> tuple[list[float], list[float]]:
         if r.start is not None:
             changes.append((r.start, -1))
     return step_series(changes)
+
+
+def binned(times: list[float], values: list[float], bins: int = 120) -> tuple[list[float], list[float]]:
+    """A step function's time-weighted mean over ``bins`` equal intervals of its span
+    (left edges, means): readable where the raw steps are a blur."""
+    if len(times) < 2 or times[-1] <= times[0]:
+        return list(times), list(values)
+    start, end = times[0], times[-1]
+    width = (end - start) / bins
+    edges = [start + i * width for i in range(bins)] + [end]
+    sums = [0.0] * bins
+    index = 0
+    for k in range(len(times) - 1):
+        a, b, v = times[k], times[k + 1], values[k]
+        # Walk the bins this step covers by index (edges are fixed numbers: no float drift).
+        while index < bins - 1 and edges[index + 1] <= a:
+            index += 1
+        j = index
+        while a < b:
+            edge = min(b, edges[j + 1]) if j < bins - 1 else b
+            sums[j] += v * (edge - a)
+            a = edge
+            j += 1
+    return edges[:-1], [total / width for total in sums]

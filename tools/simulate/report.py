@@ -14,6 +14,7 @@ from typing import Any
 
 from plurm.tools.simulate.metrics import (
     SimResult,
+    binned,
     bounded_slowdown,
     queue_series,
     summary,
@@ -27,6 +28,7 @@ COMPARE_ROWS = (
     ("wait_mean_s", "mean wait (s)", "{:.0f}"),
     ("wait_median_s", "median wait (s)", "{:.0f}"),
     ("wait_p95_s", "p95 wait (s)", "{:.0f}"),
+    ("wait_max_s", "max wait (s)", "{:.0f}"),
     ("bounded_slowdown_mean", "mean bounded slowdown", "{:.2f}"),
     ("makespan_s", "makespan (s)", "{:.0f}"),
     ("jobs_per_s", "jobs simulated per s", "{:.0f}"),
@@ -75,17 +77,22 @@ def write_outputs(out_dir: str, result: SimResult, *, plots: bool = True, extra:
     write_jobs_csv(os.path.join(out_dir, "jobs.csv"), result)
     write_summary(os.path.join(out_dir, "summary.json"), data)
     if plots:
-        plot_run(out_dir, result)
+        plot_run(out_dir, result, data["utilization"])  # PlotsUnavailable: after the files
     return data
 
 
 # ---------------------------------------------------------------- plots
 
+class PlotsUnavailable(RuntimeError):
+    """matplotlib is not installed: the files are written, the plots are not."""
+
+
 def _pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise RuntimeError("plots need matplotlib: pip install 'plurm[sim]' (or pass --no-plots)") from None
+        raise PlotsUnavailable("no plots: matplotlib is not installed (pip install 'plurm[sim]', "
+                               "or pass --no-plots)") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -114,17 +121,18 @@ def _cdf(ax: Any, waits: list[float], label: str | None = None) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def plot_run(out_dir: str, result: SimResult, dpi: int = 80) -> list[str]:
+def plot_run(out_dir: str, result: SimResult, utilization: float | None = None, dpi: int = 80) -> list[str]:
     """utilization.png, queue.png, wait.png; returns their paths."""
     plt = _pyplot()
     paths = []
-    times, util = utilization_series(result)
+    times, util = binned(*utilization_series(result))
     fig, ax = plt.subplots(figsize=(7, 3))
     ax.step(_hours(times), util, where="post", linewidth=0.8)
     ax.set_xlabel("time (h)")
-    ax.set_ylabel("CPUs allocated")
+    ax.set_ylabel("CPUs allocated (mean per bin)")
     ax.set_ylim(0, 1.02)
-    ax.set_title(f"utilization {summary_util(result):.1%}" + (f" ({result.policy})" if result.policy else ""))
+    if utilization is not None:
+        ax.set_title(f"utilization {utilization:.1%}" + (f" ({result.policy})" if result.policy else ""))
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     paths.append(os.path.join(out_dir, "utilization.png"))
@@ -150,10 +158,6 @@ def plot_run(out_dir: str, result: SimResult, dpi: int = 80) -> list[str]:
     return paths
 
 
-def summary_util(result: SimResult) -> float:
-    return float(summary(result)["utilization"])
-
-
 def plot_compare(path: str, results: Sequence[SimResult], dpi: int = 80) -> str:
     """One figure: the wait CDFs and the utilization and queue over time of every run."""
     plt = _pyplot()
@@ -161,12 +165,12 @@ def plot_compare(path: str, results: Sequence[SimResult], dpi: int = 80) -> str:
     for result in results:
         label = result.policy or "run"
         _cdf(axes[0], _waits(result), label)
-        times, util = utilization_series(result)
-        axes[1].step(_hours(times), util, where="post", linewidth=0.7, label=label)
+        times, util = binned(*utilization_series(result))
+        axes[1].step(_hours(times), util, where="post", linewidth=0.9, label=label)
         times, queue = queue_series(result)
         axes[2].step(_hours(times), queue, where="post", linewidth=0.7, label=label)
     axes[0].set_title("wait distribution (CDF)")
-    axes[1].set(title="utilization", xlabel="time (h)", ylabel="CPUs allocated", ylim=(0, 1.02))
+    axes[1].set(title="utilization (mean per bin)", xlabel="time (h)", ylabel="CPUs allocated", ylim=(0, 1.02))
     axes[2].set(title="queue", xlabel="time (h)", ylabel="jobs waiting")
     for ax in axes:
         ax.grid(True, alpha=0.3)

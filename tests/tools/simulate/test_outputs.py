@@ -90,3 +90,31 @@ def test_percentile_and_bounded_slowdown():
     assert metrics.bounded_slowdown(0, 100) == 1.0
     assert metrics.bounded_slowdown(90, 1) == pytest.approx(9.1)  # a 1 s run counts as 10 s
     assert metrics.bounded_slowdown(90, 50) == pytest.approx(140 / 50)
+
+
+def test_binned_means_of_a_step_function():
+    assert metrics.binned([0, 10, 20], [1.0, 0.0, 0.0], bins=4) == ([0.0, 5.0, 10.0, 15.0], [1.0, 1.0, 0.0, 0.0])
+    edges, means = metrics.binned([0, 3, 20], [1.0, 2.0, 0.0], bins=4)
+    assert means == pytest.approx([1.4, 2.0, 2.0, 2.0])
+    # Many steps over bins whose edges are not exact in binary: each step lands once.
+    times = [k * 0.1 for k in range(1001)]
+    edges, means = metrics.binned(times, [1.0] * 1001, bins=7)
+    assert means == pytest.approx([1.0] * 7)
+
+
+def test_without_matplotlib_the_files_are_still_written(tiny_trace, tmp_path, capsys, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    out = tmp_path / "out"
+    assert cli.main([str(tiny_trace), "--out", str(out), "--no-progress"]) == 0
+    assert "matplotlib is not installed" in capsys.readouterr().err
+    assert (out / "jobs.csv").exists() and (out / "summary.json").exists()
+    assert not (out / "utilization.png").exists()
