@@ -194,7 +194,7 @@ def parse_args(argv: list[str]) -> Options:
 
 
 def _state_names(values: list[str]) -> list[str]:
-    from plurm.tools.showfmt import SACCT_STATE_CODES
+    from plurm.tools.sacctfmt import SACCT_STATE_CODES
 
     names = []
     full = set(SACCT_STATE_CODES.values())
@@ -213,7 +213,7 @@ _JOB_RE = re.compile(r"(\d+)(?:_(\d+|\[[\d,\-]+\]))?(?:\.(\d+|batch|extern))?\Z"
 
 
 def helpformat_text() -> str:
-    from plurm.tools.showfmt import SACCT_NAMES
+    from plurm.tools.sacctfmt import SACCT_NAMES
 
     names = sorted(SACCT_NAMES.values(), key=str.lower)
     lines = []
@@ -241,19 +241,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(opts: Options) -> int:
-    from plurm.tools import showfmt
+    from plurm.tools import sacctfmt
 
     if opts.format is not None:
         fmt = opts.format
     elif opts.long:
-        fmt = showfmt.SACCT_LONG
+        fmt = sacctfmt.SACCT_LONG
     elif opts.brief:
-        fmt = showfmt.SACCT_BRIEF
+        fmt = sacctfmt.SACCT_BRIEF
     else:
-        fmt = os.environ.get("SACCT_FORMAT") or showfmt.SACCT_DEFAULT
+        fmt = os.environ.get("SACCT_FORMAT") or sacctfmt.SACCT_DEFAULT
     try:
-        fields = showfmt.parse_sacct_format(fmt)
-    except showfmt.FieldError as exc:
+        fields = sacctfmt.parse_sacct_format(fmt)
+    except sacctfmt.FieldError as exc:
         raise UsageError(f"{PROG}: error: Invalid field requested: \"{exc}\"") from None
     for spec in opts.jobs:
         if not _JOB_RE.match(spec):
@@ -289,14 +289,14 @@ def run(opts: Options) -> int:
         return 1
     rows = select_rows(reply, opts, now)
     delimiter = opts.delimiter if opts.parsable else None
-    sys.stdout.write(showfmt.sacct_table(fields, rows, header=not opts.noheader, delimiter=delimiter,
-                                         trailing=opts.parsable == "p"))
+    sys.stdout.write(sacctfmt.sacct_table(fields, rows, header=not opts.noheader, delimiter=delimiter,
+                                          trailing=opts.parsable == "p"))
     return 0
 
 
 def select_rows(reply: dict, opts: Options, now: float) -> list[dict[str, str]]:
     """The reply's jobs and steps as table rows, after the filters the server does not apply."""
-    from plurm.tools import showfmt
+    from plurm.tools import sacctfmt
 
     jobs = reply.get("jobs", [])
     steps = reply.get("steps", [])
@@ -326,7 +326,7 @@ def select_rows(reply: dict, opts: Options, now: float) -> list[dict[str, str]]:
     for job_id in whole:
         step_filter.pop(job_id, None)
     jobs = sorted(jobs, key=lambda j: j["job_id"])
-    return showfmt.acct_rows(jobs, steps, now, reply.get("cluster", ""), opts.allocations, step_filter)
+    return sacctfmt.acct_rows(jobs, steps, now, reply.get("cluster", ""), opts.allocations, step_filter)
 
 
 # Slurm 22.05's text, byte for byte (trailing blanks and tabs included).

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from plurm.tools import sacct, showfmt
+from plurm.tools import sacct, sacctfmt
 
 REF = Path(__file__).resolve().parents[3] / "shared" / "reference" / "slurm-22.05" / "dbd"
 if not REF.is_dir():
@@ -116,24 +116,24 @@ def render(fmt: str, allocations: bool = False, delimiter: str | None = None, tr
     jobs, steps = session()
     if only is not None:
         jobs = [j for j in jobs if j["job_id"] in only]
-    rows = showfmt.acct_rows(jobs, steps, NOW, "anchor", allocations)
-    return showfmt.sacct_table(showfmt.parse_sacct_format(fmt), rows, delimiter=delimiter, trailing=trailing)
+    rows = sacctfmt.acct_rows(jobs, steps, NOW, "anchor", allocations)
+    return sacctfmt.sacct_table(sacctfmt.parse_sacct_format(fmt), rows, delimiter=delimiter, trailing=trailing)
 
 
 def test_default_layout():
-    assert render(showfmt.SACCT_DEFAULT) == ref("sacct_default.txt")
+    assert render(sacctfmt.SACCT_DEFAULT) == ref("sacct_default.txt")
 
 
 def test_allocations_only():
-    assert render(showfmt.SACCT_DEFAULT, allocations=True) == ref("sacct_X.txt")
+    assert render(sacctfmt.SACCT_DEFAULT, allocations=True) == ref("sacct_X.txt")
 
 
 def test_parsable2():
-    assert render(showfmt.SACCT_DEFAULT, delimiter="|") == ref("sacct_parsable.txt")
+    assert render(sacctfmt.SACCT_DEFAULT, delimiter="|") == ref("sacct_parsable.txt")
 
 
 def test_parsable_trailing_delimiter():
-    text = render(showfmt.SACCT_DEFAULT, delimiter="|", trailing=True)
+    text = render(sacctfmt.SACCT_DEFAULT, delimiter="|", trailing=True)
     assert text.splitlines() == [line + "|" for line in ref("sacct_parsable.txt").splitlines()]
 
 
@@ -143,11 +143,11 @@ def test_format_with_width_and_truncation():
 
 
 def test_array_job_selection():
-    assert render(showfmt.SACCT_DEFAULT, only={1, 7}) == ref("sacct_j_array.txt")
+    assert render(sacctfmt.SACCT_DEFAULT, only={1, 7}) == ref("sacct_j_array.txt")
 
 
 def test_long_one_job():
-    assert render(showfmt.SACCT_LONG, only={33}) == ref("sacct_long_one.txt")
+    assert render(sacctfmt.SACCT_LONG, only={33}) == ref("sacct_long_one.txt")
 
 
 def test_select_rows_step_and_task_filters():
@@ -162,11 +162,11 @@ def test_select_rows_step_and_task_filters():
 
 
 def test_field_names_and_errors():
-    assert showfmt.parse_sacct_format("jobid%-20,state%5,alloctres") == [
+    assert sacctfmt.parse_sacct_format("jobid%-20,state%5,alloctres") == [
         ("JobID", 20, False), ("State", 5, True), ("AllocTRES", 10, True)]
-    with pytest.raises(showfmt.FieldError):
-        showfmt.parse_sacct_format("nosuchfield")
-    assert showfmt.sacct_table([("State", 5, True)], [{"State": "COMPLETED"}], header=False) == "COMP+ \n"
+    with pytest.raises(sacctfmt.FieldError):
+        sacctfmt.parse_sacct_format("nosuchfield")
+    assert sacctfmt.sacct_table([("State", 5, True)], [{"State": "COMPLETED"}], header=False) == "COMP+ \n"
 
 
 def test_time_forms():
