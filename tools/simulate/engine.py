@@ -39,6 +39,7 @@ from plurm.wire.model import JobSpec
 # default" in the core ever mistakes the trace's first second for "no time".
 EPOCH = 1_000_000_000.0
 END, LIMIT = 0, 1  # heap entry kinds: a job's natural end; its time limit (a tick is due)
+MAX_PASSES_PER_EVENT = 3
 UID_BASE = 10_000  # SWF user ids are small numbers: keep them clear of real accounts
 
 ProgressFn = Callable[[int, int], None]
@@ -176,7 +177,9 @@ class Simulation:
                 progress(done, total)
             handle(out, now)
 
-        def handle(out: list[Any], now: float) -> None:
+        def handle(out: list[Any], now: float) -> int:
+            """Act on the core's messages as the node daemons would; returns how many
+            jobs ended (killed by the core) meanwhile."""
             nonlocal pending
             ending: list[int] = []
             for msg in out:
@@ -201,6 +204,7 @@ class Simulation:
                         ending.append(job.job_id)
             for job_id in ending:
                 end_job(job_id, now, 0, 9)
+            return len(ending)
 
         while True:
             times = []
@@ -245,9 +249,14 @@ class Simulation:
             if tick_due:
                 last_tick = now
                 handle(core.tick(now), now)
-            if core.need_schedule:
+            # A pass that preempts ends jobs at once (their plurmd would report it within
+            # the turn): the freed resources get the next pass at the same time.
+            for _ in range(MAX_PASSES_PER_EVENT):
+                if not core.need_schedule:
+                    break
                 result.passes += 1
-                handle(core.schedule(now), now)
+                if not handle(core.schedule(now), now):
+                    break
             core.take_effects()  # persistence work for a controller: nothing to persist here
         # A job still waiting when nothing more can happen keeps no start; its reason says why.
         for job_id, k in of_core.items():
