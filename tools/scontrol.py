@@ -109,6 +109,8 @@ class Scontrol:
         sys.stdout.write(f"slurm-wlm {SLURM_COMPAT_VERSION}\n")
 
     def cmd_help(self, args: list[str]) -> None:
+        from plurm.tools.scontrol_help import HELP
+
         sys.stdout.write(HELP)
 
     def cmd_ping(self, args: list[str]) -> None:
@@ -285,6 +287,8 @@ class Scontrol:
             host = read_settings().host
         except ClientError:
             pass
+        from plurm.tools.showconfig import format_config
+
         text = format_config(options, reply.get("path") or "", reply.get("cluster") or "", time.time(), host)
         if rest:
             wanted = rest[0].lower()
@@ -509,152 +513,6 @@ def _job_list(args: list[str]) -> list[str]:
     return ids
 
 
-# ------------------------------------------------------------------ show config
-# (key, Slurm's default) in the order scontrol prints them; values from slurm.conf override.
-_CONFIG_DEFAULTS = (
-    ("AccountingStorageBackupHost", "(null)"), ("AccountingStorageEnforce", "none"),
-    ("AccountingStorageHost", "localhost"), ("AccountingStorageExternalHost", "(null)"),
-    ("AccountingStorageParameters", "(null)"), ("AccountingStoragePort", "0"),
-    ("AccountingStorageTRES", "cpu,mem,energy,node,billing,fs/disk,vmem,pages"),
-    ("AccountingStorageType", "accounting_storage/none"), ("AccountingStorageUser", "root"),
-    ("AccountingStoreFlags", "(null)"), ("AcctGatherEnergyType", "acct_gather_energy/none"),
-    ("AcctGatherFilesystemType", "acct_gather_filesystem/none"),
-    ("AcctGatherInterconnectType", "acct_gather_interconnect/none"), ("AcctGatherNodeFreq", "0 sec"),
-    ("AcctGatherProfileType", "acct_gather_profile/none"), ("AllowSpecResourcesUsage", "No"),
-    ("AuthAltTypes", "(null)"), ("AuthAltParameters", "(null)"), ("AuthInfo", "(null)"),
-    ("AuthType", "auth/munge"), ("BatchStartTimeout", "10 sec"),
-    ("BcastExclude", "/lib,/usr/lib,/lib64,/usr/lib64"), ("BcastParameters", "(null)"),
-    ("BOOT_TIME", None), ("BurstBufferType", "(null)"), ("CliFilterPlugins", "(null)"),
-    ("ClusterName", None), ("CommunicationParameters", "(null)"), ("CompleteWait", "0 sec"),
-    ("CoreSpecPlugin", "core_spec/none"), ("CpuFreqDef", "Unknown"),
-    ("CpuFreqGovernors", "OnDemand,Performance,UserSpace"), ("CredType", "cred/munge"),
-    ("DebugFlags", "(null)"), ("DefMemPerNode", "UNLIMITED"), ("DependencyParameters", "(null)"),
-    ("DisableRootJobs", "No"), ("EioTimeout", "60"), ("EnforcePartLimits", "NO"), ("Epilog", "(null)"),
-    ("EpilogMsgTime", "2000 usec"), ("EpilogSlurmctld", "(null)"), ("ExtSensorsType", "ext_sensors/none"),
-    ("ExtSensorsFreq", "0 sec"), ("FairShareDampeningFactor", "1"), ("FederationParameters", "(null)"),
-    ("FirstJobId", "1"), ("GetEnvTimeout", "2 sec"), ("GresTypes", "(null)"),
-    ("GpuFreqDef", "high,memory=high"), ("GroupUpdateForce", "1"), ("GroupUpdateTime", "600 sec"),
-    ("HASH_VAL", "Match"), ("HealthCheckInterval", "0 sec"), ("HealthCheckNodeState", "ANY"),
-    ("HealthCheckProgram", "(null)"), ("InactiveLimit", "0 sec"),
-    ("InteractiveStepOptions", "--interactive --preserve-env --pty $SHELL"),
-    ("JobAcctGatherFrequency", "30"), ("JobAcctGatherType", "jobacct_gather/none"),
-    ("JobAcctGatherParams", "(null)"), ("JobCompHost", "localhost"), ("JobCompLoc", "(null)"),
-    ("JobCompPort", "0"), ("JobCompType", "jobcomp/none"), ("JobCompUser", "root"),
-    ("JobContainerType", "job_container/none"), ("JobCredentialPrivateKey", "(null)"),
-    ("JobCredentialPublicCertificate", "(null)"), ("JobDefaults", "(null)"), ("JobFileAppend", "0"),
-    ("JobRequeue", "1"), ("JobSubmitPlugins", "(null)"), ("KillOnBadExit", "0"), ("KillWait", "30 sec"),
-    ("LaunchParameters", "(null)"), ("LaunchType", "launch/slurm"), ("Licenses", "(null)"),
-    ("LogTimeFormat", "iso8601_ms"), ("MailDomain", "(null)"), ("MailProg", "/bin/mail"),
-    ("MaxArraySize", "1001"), ("MaxDBDMsgs", "0"), ("MaxJobCount", "10000"), ("MaxJobId", "67043328"),
-    ("MaxMemPerNode", "UNLIMITED"), ("MaxNodeCount", None), ("MaxStepCount", "40000"),
-    ("MaxTasksPerNode", "512"), ("MCSPlugin", "mcs/none"), ("MCSParameters", "(null)"),
-    ("MessageTimeout", "10 sec"), ("MinJobAge", "300 sec"), ("MpiDefault", "none"), ("MpiParams", "(null)"),
-    ("MULTIPLE_SLURMD", "Yes"), ("NEXT_JOB_ID", "1"), ("NodeFeaturesPlugins", "(null)"),
-    ("OverTimeLimit", "0 min"), ("PluginDir", "/usr/lib/x86_64-linux-gnu/slurm-wlm"),
-    ("PlugStackConfig", "(null)"), ("PowerParameters", "(null)"), ("PowerPlugin", ""),
-    ("PreemptMode", "OFF"), ("PreemptType", "preempt/none"), ("PreemptExemptTime", "00:00:00"),
-    ("PrEpParameters", "(null)"), ("PrEpPlugins", "prep/script"), ("PriorityParameters", "(null)"),
-    ("PrioritySiteFactorParameters", "(null)"), ("PrioritySiteFactorPlugin", "(null)"),
-    ("PriorityDecayHalfLife", "7-00:00:00"), ("PriorityCalcPeriod", "00:05:00"),
-    ("PriorityFavorSmall", "No"), ("PriorityFlags", ""), ("PriorityMaxAge", "7-00:00:00"),
-    ("PriorityUsageResetPeriod", "NONE"), ("PriorityType", "priority/basic"), ("PriorityWeightAge", "0"),
-    ("PriorityWeightAssoc", "0"), ("PriorityWeightFairShare", "0"), ("PriorityWeightJobSize", "0"),
-    ("PriorityWeightPartition", "0"), ("PriorityWeightQOS", "0"), ("PriorityWeightTRES", "(null)"),
-    ("PrivateData", "none"), ("ProctrackType", "proctrack/cgroup"), ("Prolog", "(null)"),
-    ("PrologEpilogTimeout", "65534"), ("PrologSlurmctld", "(null)"), ("PrologFlags", "(null)"),
-    ("PropagatePrioProcess", "0"), ("PropagateResourceLimits", "ALL"),
-    ("PropagateResourceLimitsExcept", "(null)"), ("RebootProgram", "(null)"), ("ReconfigFlags", "(null)"),
-    ("RequeueExit", "(null)"), ("RequeueExitHold", "(null)"), ("ResumeFailProgram", "(null)"),
-    ("ResumeProgram", "(null)"), ("ResumeRate", "300 nodes/min"), ("ResumeTimeout", "60 sec"),
-    ("ResvEpilog", "(null)"), ("ResvOverRun", "0 min"), ("ResvProlog", "(null)"), ("ReturnToService", "1"),
-    ("RoutePlugin", "route/default"), ("SchedulerParameters", "(null)"), ("SchedulerTimeSlice", "30 sec"),
-    ("SchedulerType", "sched/backfill"), ("ScronParameters", "(null)"), ("SelectType", "select/cons_tres"),
-    ("SelectTypeParameters", "CR_CORE_MEMORY"), ("SlurmUser", "root(0)"), ("SlurmctldAddr", "(null)"),
-    ("SlurmctldDebug", "info"), ("SlurmctldHost[0]", None), ("SlurmctldLogFile", "(null)"),
-    ("SlurmctldPort", "6817"), ("SlurmctldSyslogDebug", "(null)"), ("SlurmctldPrimaryOffProg", "(null)"),
-    ("SlurmctldPrimaryOnProg", "(null)"), ("SlurmctldTimeout", "120 sec"), ("SlurmctldParameters", "(null)"),
-    ("SlurmdDebug", "info"), ("SlurmdLogFile", "(null)"), ("SlurmdParameters", "(null)"),
-    ("SlurmdPidFile", "/var/run/slurmd.pid"), ("SlurmdPort", "6818"), ("SlurmdSpoolDir", "/var/spool/slurmd"),
-    ("SlurmdSyslogDebug", "(null)"), ("SlurmdTimeout", "300 sec"), ("SlurmdUser", "root(0)"),
-    ("SlurmSchedLogFile", "(null)"), ("SlurmSchedLogLevel", "0"),
-    ("SlurmctldPidFile", "/var/run/slurmctld.pid"), ("SlurmctldPlugstack", "(null)"), ("SLURM_CONF", None),
-    ("SLURM_VERSION", None), ("SrunEpilog", "(null)"), ("SrunPortRange", "0-0"), ("SrunProlog", "(null)"),
-    ("StateSaveLocation", "/var/spool/slurmctld"), ("SuspendExcNodes", "(null)"),
-    ("SuspendExcParts", "(null)"), ("SuspendProgram", "(null)"), ("SuspendRate", "60 nodes/min"),
-    ("SuspendTime", "INFINITE"), ("SuspendTimeout", "30 sec"), ("SwitchParameters", "(null)"),
-    ("SwitchType", "switch/none"), ("TaskEpilog", "(null)"), ("TaskPlugin", "task/none"),
-    ("TaskPluginParam", "(null type)"), ("TaskProlog", "(null)"), ("TCPTimeout", "2 sec"), ("TmpFS", "/tmp"),
-    ("TopologyParam", "(null)"), ("TopologyPlugin", "topology/none"), ("TrackWCKey", "No"),
-    ("TreeWidth", "50"), ("UsePam", "No"), ("UnkillableStepProgram", "(null)"),
-    ("UnkillableStepTimeout", "60 sec"), ("VSizeFactor", "0 percent"), ("WaitTime", "0 sec"),
-    ("X11Parameters", "(null)"),
-)
-# Keys whose slurm.conf number scontrol prints with a unit.
-_CONFIG_UNITS = {
-    "acctgathernodefreq": " sec", "batchstarttimeout": " sec", "completewait": " sec",
-    "epilogmsgtime": " usec", "extsensorsfreq": " sec", "getenvtimeout": " sec", "groupupdatetime": " sec",
-    "healthcheckinterval": " sec", "inactivelimit": " sec", "killwait": " sec", "messagetimeout": " sec",
-    "minjobage": " sec", "overtimelimit": " min", "resumerate": " nodes/min", "resumetimeout": " sec",
-    "resvoverrun": " min", "schedulertimeslice": " sec", "slurmctldtimeout": " sec", "slurmdtimeout": " sec",
-    "suspendrate": " nodes/min", "suspendtimeout": " sec", "tcptimeout": " sec",
-    "unkillablesteptimeout": " sec", "vsizefactor": " percent", "waittime": " sec",
-}
-_CONFIG_UPPER = {"selecttypeparameters", "enforcepartlimits", "preemptmode"}
-
-
-def format_config(options: dict, path: str, cluster: str, now: float, host: str) -> str:
-    """``scontrol show config``: Slurm's keys in Slurm's order, slurm.conf values over defaults."""
-    from plurm import SLURM_COMPAT_VERSION
-    from plurm.tools.showfmt import iso
-
-    given = {str(k).lower(): str(v) for k, v in options.items()}
-    out = [f"Configuration data as of {iso(now)}\n"]
-    for key, default in _CONFIG_DEFAULTS:
-        lowered = key.lower()
-        value = given.get(lowered)
-        if key == "BOOT_TIME":
-            value = iso(now)
-        elif key == "ClusterName":
-            value = value or cluster or "(null)"
-        elif key == "SlurmctldHost[0]":
-            value = given.get("slurmctldhost") or given.get("controlmachine") or host
-        elif key == "SLURM_CONF":
-            value = path or "(null)"
-        elif key == "SLURM_VERSION":
-            value = SLURM_COMPAT_VERSION
-        elif key == "MaxNodeCount":
-            value = value or "0"
-        elif key in ("SlurmUser", "SlurmdUser") and value is not None:
-            value = f"{value}({_uid_of(value)})"
-        elif value is not None:
-            if lowered in _CONFIG_UNITS and value.lstrip("-").isdigit():
-                value += _CONFIG_UNITS[lowered]
-            if lowered in _CONFIG_UPPER:
-                value = value.upper()
-        if value is None:
-            value = default or ""
-        if key == "DefMemPerNode" and "defmempercpu" in given:
-            key, value = "DefMemPerCPU", given["defmempercpu"]
-        if key == "MaxMemPerNode" and "maxmempercpu" in given:
-            key, value = "MaxMemPerCPU", given["maxmempercpu"]
-        out.append(f"{key:<23} = {value}\n")
-    out.append("\n")
-    primary = (given.get("slurmctldhost") or given.get("controlmachine") or host).split("(", 1)[0]
-    out.append(f"Slurmctld(primary) at {primary} is UP\n")
-    return "".join(out)
-
-
-def _uid_of(user: str) -> int:
-    if user.isdigit():
-        return int(user)
-    try:
-        import pwd
-
-        return pwd.getpwnam(user).pw_uid
-    except (ImportError, KeyError):
-        return 0
-
-
 # ------------------------------------------------------------------ entry point
 def _split_line(line: str) -> list[str]:
     import shlex
@@ -703,6 +561,8 @@ def main(argv: list[str] | None = None) -> int:
             sc.cmd_version([])
             return 0
         elif key == "h":
+            from plurm.tools.scontrol_help import HELP
+
             sys.stdout.write(HELP)
             return 0
         # -F, -M, -u, --federation, --hide, --local, --sibling: one cluster, no federation,
@@ -726,147 +586,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
 
-
-# Slurm 22.05's text, byte for byte (trailing blanks and tabs included).
-HELP = (
-    'scontrol [<OPTION>] [<COMMAND>]                                            \n'
-    '    Valid <OPTION> values are:                                             \n'
-    '     -a, --all      Equivalent to "all" command                          \n'
-    '     -d, --details  Equivalent to "details" command                      \n'
-    '     --federation   Report federated job information if a member of a  one \n'
-    '     -F, --future   Report information about nodes in "FUTURE" state.    \n'
-    '     -h, --help     Equivalent to "help" command                         \n'
-    '     --hide         Equivalent to "hide" command                         \n'
-    '     --local        Report information only about jobs on the local cluster.\n'
-    '\t            Overrides --federation.                                \n'
-    '     -M, --cluster  Equivalent to "cluster" command. Implies --local.    \n'
-    '                    NOTE: SlurmDBD must be up.                             \n'
-    '     -o, --oneliner Equivalent to "oneliner" command                     \n'
-    '     -Q, --quiet    Equivalent to "quiet" command                        \n'
-    '     --sibling      Report information about all sibling jobs on a         \n'
-    '\t            federated cluster. Implies --federation option.        \n'
-    '     -u,--uid       Update job as user "uid" instead of the invoking user.\n'
-    '     -v, --verbose  Equivalent to "verbose" command                      \n'
-    '     -V, --version  Equivalent to "version" command                      \n'
-    '\t\t\t\t\t\t\t\t\t   \n'
-    '  <keyword> may be omitted from the execute line and scontrol will execute \n'
-    '  in interactive mode. It will process commands as entered until explicitly\n'
-    '  terminated.                                                              \n'
-    '\t\t\t\t\t\t\t\t\t   \n'
-    '    Valid <COMMAND> values are:                                            \n'
-    '     abort                    shutdown slurm controller immediately        \n'
-    '\t\t\t      generating a core file.                      \n'
-    '     all                      display information about all partitions,    \n'
-    '\t\t\t      including hidden partitions.                 \n'
-    '     cancel_reboot <nodelist> Cancel pending reboot on nodes.              \n'
-    '     cluster                  cluster to issue commands to.  Default is    \n'
-    '\t\t\t      current cluster.  cluster with no name will  \n'
-    '\t\t\t      reset to default.                            \n'
-    '                              NOTE: SlurmDBD must be up.                   \n'
-    '     completing               display jobs in completing state along with  \n'
-    '\t\t\t      their completing or down nodes               \n'
-    '     create <SPECIFICATIONS>  create a new partition or reservation        \n'
-    '     details                  evokes additional details from the "show"  \n'
-    '\t\t\t      command                                      \n'
-    '     delete <SPECIFICATIONS>  delete the specified partition or reservation\n'
-    '     errnumstr <ERRNO>        Given a Slurm error number, return a         \n'
-    '                              descriptive string.                          \n'
-    '     exit                     terminate scontrol                           \n'
-    '     fsdampeningfactor <factor> Set the FairShareDampeningFactor in slurmctld\n'
-    '     help                     print this description of use.               \n'
-    '     hold <job_list>          prevent specified job from starting. <job_list>\n'
-    '\t\t\t      is either a space separate list of job IDs or\n'
-    '\t\t\t      job names \n'
-    '     holdu <job_list>         place user hold on specified job (see hold)  \n'
-    '     hide                     do not display information about hidden      \n'
-    '\t\t\t      partitions                                   \n'
-    '     listpids <job_id<.step>> List pids associated with the given jobid, or\n'
-    '\t\t\t      all jobs if no id is given (This will only   \n'
-    '\t\t\t      display the processes on the node which the  \n'
-    '\t\t\t      scontrol is ran on, and only for those       \n'
-    '\t\t\t      processes spawned by Slurm and their         \n'
-    '\t\t\t      descendants)                                 \n'
-    '     notify <job_id> msg      send message to specified job                \n'
-    '     oneliner                 report output one record per line.           \n'
-    '     pidinfo <pid>            return slurm job information for given pid.  \n'
-    '     ping                     print status of slurmctld daemons.           \n'
-    '     quiet                    print no messages other than error messages. \n'
-    '     quit                     terminate this command.                      \n'
-    '     reboot [ASAP] [nextstate=] [reason=] <ALL|nodelist>\t\t   \n'
-    '\t\t\t      reboot the nodes when they become idle.      \n'
-    '     reconfigure              re-read configuration files.                 \n'
-    '     release <job_list>       permit specified job to start (see hold)     \n'
-    '     requeue <job_id>         re-queue a batch job                         \n'
-    '     requeuehold <job_id>     re-queue and hold a batch                    \n'
-    '     resume <jobid_list>      resume previously suspended job (see suspend)\n'
-    '     setdebug <level>         set slurmctld debug level                    \n'
-    '     setdebugflags [+|-]<flag>  add or remove slurmctld DebugFlags         \n'
-    '     schedloglevel <level>    set scheduler log level                      \n'
-    '     show <ENTITY> [<ID>]     display state of identified entity, default  \n'
-    '\t\t\t      is all records.                              \n'
-    '     shutdown <OPTS>          shutdown slurm daemons                       \n'
-    '\t\t\t      (the primary controller will be stopped)     \n'
-    '     suspend <job_list>       susend specified job (see resume)            \n'
-    '     top <job_list>           Put specified job first in queue for user    \n'
-    '     token [lifespan=] [username=] fetch an auth token                     \n'
-    '     takeover                 ask slurm backup controller to take over     \n'
-    '     uhold <jobid_list>       place user hold on specified job (see hold)  \n'
-    '     update <SPECIFICATIONS>  update job, node, partition, reservation, or \n'
-    '\t\t\t      step                                         \n'
-    '     verbose                  enable detailed logging.                     \n'
-    '     version                  display tool version number.                 \n'
-    '     wait_job <job_id>        wait until the nodes allocated to the job    \n'
-    '\t\t\t      are booted and usable                        \n'
-    '     write batch_script <job_id> <optional filename>                       \n'
-    '                              Write the batch script for a given job to a  \n'
-    '                              local file. Default is slurm-<job_id>.sh if  \n'
-    '                              the (optional) filename is not given.        \n'
-    '     write config <optional filename>                                      \n'
-    '                              Write the current configuration to a file    \n'
-    '                              with the naming convention of                \n'
-    '                              slurm.conf.<datetime> in the same directory  \n'
-    '                              as the original slurm.conf.                  \n'
-    '                              If a filename is given that file location    \n'
-    '                              with a .<datetime> suffix is created.        \n'
-    '     !!                       Repeat the last command entered.             \n'
-    '\t\t\t\t\t\t\t\t\t   \n'
-    '  <ENTITY> may be "aliases", "assoc_mgr", "bbstat", "burstBuffer", \n'
-    '       "config", "daemons", "dwstat", "federation", "frontend",  \n'
-    '       "hostlist", "hostlistsorted", "hostnames", "job",           \n'
-    '       "licenses", "node", "partition", "reservation", "slurmd", \n'
-    '       "step", or "topology"                                           \n'
-    '\t\t\t\t\t\t\t\t\t   \n'
-    '  <ID> may be a configuration parameter name, job id, node name, partition \n'
-    '       name, reservation name, job step id, license name or hostlist or    \n'
-    '       pathname to a list of host names.                                   \n'
-    '\t\t\t\t\t\t\t\t\t   \n'
-    '  <HOSTLIST> may either be a comma separated list of host names or the     \n'
-    "       absolute pathname of a file (with leading '/' containing host names \n"
-    '       either separated by commas or new-lines                             \n'
-    '\t\t\t\t\t\t\t\t\t   \n'
-    '  <LEVEL> may be an integer value like SlurmctldDebug in the slurm.conf    \n'
-    '       file or the name of the most detailed errors to report (e.g. "info",\n'
-    '       "verbose", "debug", "debug2", etc.).                          \n'
-    '\t\t\t\t\t\t\t\t\t   \n'
-    '  <SLEVEL> may be an integer value like SlurmSchedLogLevel in the          \n'
-    '       slurm.conf file or "enable" or "disable".                       \n'
-    '\t\t\t\t\t\t\t\t\t   \n'
-    '  <OPTS> may be "slurmctld" to shutdown just the slurmctld daemon,       \n'
-    '       otherwise all slurm daemons are shutdown                            \n'
-    '\t\t\t\t\t\t\t\t\t   \n'
-    '  Node names may be specified using simple range expressions,              \n'
-    '  (e.g. "lx[10-20]" corresponds to lx10, lx11, lx12, ...)                \n'
-    '  The job step id is the job id followed by a period and the step id.      \n'
-    '\t\t\t\t\t\t\t\t\t   \n'
-    '  <SPECIFICATIONS> are specified in the same format as the configuration   \n'
-    '  file. You may wish to use the "show" keyword then use its output as    \n'
-    '  input for the update keyword, editing as needed.                         \n'
-    '\t\t\t\t\t\t\t\t\t   \n'
-    '  All commands and options are case-insensitive, although node names and   \n'
-    '  partition names tests are case-sensitive (node names "LX" and "lx"   \n'
-    '  are distinct).                                                       \n'
-    '\n'
-)
 
 if __name__ == "__main__":
     sys.exit(main())

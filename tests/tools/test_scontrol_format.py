@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from plurm.tools import scontrol, showfmt
+from plurm.tools import scontrol, showconfig, showfmt
 
 REF = Path(__file__).resolve().parents[3] / "shared" / "reference" / "slurm-22.05"
 if not REF.is_dir():
@@ -271,9 +271,9 @@ def test_help_and_version():
 
 
 def test_show_config_layout():
-    text = scontrol.format_config({"ClusterName": "anchor", "DefMemPerCPU": "256", "GresTypes": "gpu",
-                                   "MailProg": "/bin/true"}, "/etc/slurm/slurm.conf", "anchor",
-                                  t("15:44:33"), "vm(localhost)")
+    text = showconfig.format_config({"ClusterName": "anchor", "DefMemPerCPU": "256", "GresTypes": "gpu",
+                                     "MailProg": "/bin/true"}, "/etc/slurm/slurm.conf", "anchor",
+                                    t("15:44:33"), "vm(localhost)")
     expected = (REF / "idle_scontrol_show_config.txt").read_text().splitlines()
     got = text.splitlines()
     assert len(got) == len(expected)
