@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from plurm.tools import sinfo
+from plurm.tools import sinfo, sinfofmt
 
 REF = Path(__file__).resolve().parents[3] / "shared" / "reference" / "slurm-22.05"
 if not REF.is_dir():
@@ -52,8 +52,8 @@ def idle_nodes():
 
 def run(argv, nodes, parts=None, now=NOW):
     opts = sinfo.parse_args(argv, environ={})
-    return sinfo.format_sinfo(nodes, partitions() if parts is None else parts, opts,
-                              sinfo.Context(now, environ={}))
+    return sinfofmt.format_sinfo(nodes, partitions() if parts is None else parts, opts,
+                                 sinfofmt.Context(now, environ={}))
 
 
 @pytest.mark.parametrize("name, argv", [
