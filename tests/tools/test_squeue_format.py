@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from plurm.tools import squeue
+from plurm.tools import squeue, squeuefmt
 from plurm.common.cli import OptionError, getopt_long
 from plurm.tools.display import format_elapsed, pad, parse_format
 
@@ -101,7 +101,7 @@ def finished_jobs():
 
 def run(argv, jobs, now=NOW, default_mem=256):
     opts = squeue.parse_args(argv, environ={})
-    return squeue.format_jobs(jobs, opts, squeue.Context(now, default_mem, environ={}))
+    return squeuefmt.format_jobs(jobs, opts, squeuefmt.Context(now, default_mem, environ={}))
 
 
 @pytest.mark.parametrize("name, argv", [
@@ -189,7 +189,7 @@ def test_completing_and_many_fields():
 def test_prefix_suffix_and_invalid_letter():
     rec = running(41, "j", ["n1"], [1])
     assert run(["-h", "-o", "id=%i;st=%t;"], [rec]) == "id=41;st=R;\n"
-    fields, errors = squeue.build_fields("%i %!", None)
+    fields, errors = squeuefmt.build_fields("%i %!", None)
     assert errors == ["squeue: error: Invalid job format specification: !\n"]
 
 
@@ -223,7 +223,7 @@ def test_sort_option():
     assert out.split() == ["24", "25", "26", "27_0", "27_1", "28", "29", "30", "31", "32_[0-9]",
                            "27_[2-5%2]"]
     with pytest.raises(squeue.Usage):
-        squeue.sort_jobs(jobs, "!", NOW)
+        squeuefmt.sort_jobs(jobs, "!", NOW)
 
 
 def test_one_pending_array_task_by_id():
