@@ -14,7 +14,7 @@ def _print_lines(lines: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from plurm.grammar.options import OptionError
-    from plurm.tools.sbatch_cli import format_verbose_block, parse_sbatch
+    from plurm.tools.sbatch_cli import parse_sbatch
     from plurm.tools.frontend import parse_or_answer
 
     argv = sys.argv[1:] if argv is None else argv
@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     options = req.options
     _print_lines(req.warnings)
     if req.verbose:
+        from plurm.tools.sbatch_verbose import format_verbose_block
+
         sys.stderr.write(format_verbose_block(req))
     from plurm.wire.client import ClientError, request
     from plurm.tools.jobspec import build_spec

@@ -1,5 +1,6 @@
 """Front ends of sbatch and srun over the shared option table: ``parse_sbatch``,
-``parse_srun`` and the ``sbatch -v`` "defined options" block.
+``parse_srun`` and ``parse_salloc`` (the ``sbatch -v`` "defined options" block is
+``sbatch_verbose``'s).
 
 Order of work, as sbatch does it (observed with sbatch 22.05.8):
 
@@ -34,7 +35,7 @@ from plurm.grammar.script import (Directive, ScriptInfo, UnmatchedQuote, check_s
                      translate_pbs)
 
 __all__ = ["SbatchRequest", "SrunRequest", "parse_sbatch", "parse_srun", "parse_salloc",
-           "format_verbose_block", "help_text", "usage_text", "version_text", "normalized"]
+           "help_text", "usage_text", "version_text", "normalized"]
 
 WRAP_HEADER = "#!/bin/sh\n# This script was created by sbatch --wrap.\n\n"
 _INFO_OPTS = ("help", "usage", "version")
@@ -259,9 +260,9 @@ def _validate(prog: str, st: _State, warnings: list[str],
             hi = n
         if [lo, hi] != t["nodes"]:
             t["nodes"] = [lo, hi]
-            st.raw["nodes"] = _nodes_str(t["nodes"])
+            st.raw["nodes"] = nodes_str(t["nodes"])
     if "chdir" in t and not os.path.isabs(t["chdir"]):
-        t["chdir"] = _full_path(os.getcwd(), t["chdir"])
+        t["chdir"] = full_path(os.getcwd(), t["chdir"])
 
 
 def _gpu_count(spec: Any) -> int | None:
@@ -301,8 +302,13 @@ def _validate_gpus(prog: str, t: dict[str, Any]) -> None:
                            "resource (gres) specification"], 1)
 
 
-def _nodes_str(v: list[int]) -> str:
+def nodes_str(v: list[int]) -> str:
     return str(v[0]) if v[0] == v[1] else f"{v[0]}-{v[1]}"
+
+
+def full_path(base: str, path: str) -> str:
+    # sbatch joins without normalising ("/cwd/./runs/conv/x.out")
+    return path if path.startswith("/") else f"{base}/{path}"
 
 
 def _info_request(key: str, verbose: int) -> SbatchRequest:
@@ -531,116 +537,6 @@ def parse_salloc(argv: list[str], env: Mapping[str, str]) -> SrunRequest:
         raise err
     return SrunRequest(options=st.typed, command=rest, warnings=warnings, verbose=st.verbose,
                        raw_options=st.raw)
-
-
-# ------------------------------------------------------------------------- sbatch -v text
-_NOT_SHOWN = ("het-group",)   # consumed while splitting srun's components; -v omits it
-_MAIL_PRINT_ORDER = ("ARRAY_TASKS", "INVALID_DEPEND", "BEGIN", "END", "FAIL", "REQUEUE",
-                     "STAGE_OUT", "TIME_LIMIT", "TIME_LIMIT_90", "TIME_LIMIT_80",
-                     "TIME_LIMIT_50")
-_PROFILE_ORDER = ("Energy", "Lustre", "Network", "Task")
-_CPU_FREQ_WORDS = {w.lower(): w for w in ("Low", "Medium", "High", "HighM1", "Conservative",
-                                          "OnDemand", "Performance", "PowerSave",
-                                          "UserSpace", "SchedUtil")}
-
-
-def _profile_str(raw: str) -> str:
-    words = {w.strip().lower() for w in raw.split(",")}
-    if "none" in words:
-        return "None"
-    if "all" in words:
-        return ",".join(_PROFILE_ORDER)
-    return ",".join(p for p in _PROFILE_ORDER if p.lower() in words) or raw
-
-
-def _full_path(base: str, path: str) -> str:
-    # sbatch joins without normalising ("/cwd/./runs/conv/x.out")
-    return path if path.startswith("/") else f"{base}/{path}"
-
-
-def _display(key: str, raw: Any, typed: Any, opts: dict[str, Any] | None = None) -> str:
-    """The value as ``sbatch -v`` prints it (formats observed with sbatch 22.05.8)."""
-    opts = opts or {}
-    if key in ("time", "time-min", "delay-boot"):
-        return V.minutes_to_str(typed)
-    if key in ("output", "error", "input"):
-        return _full_path(opts.get("chdir") or os.getcwd(), str(raw))
-    if key == "profile":
-        return _profile_str(str(raw))
-    if key == "cpu-freq":
-        return "-".join(_CPU_FREQ_WORDS.get(p.lower(), p) for p in str(raw).split("-"))
-    if key == "power":
-        return "unset" if raw == "unset" else str(raw).upper()
-    if key == "propagate":
-        return "ALL" if raw is True else str(raw)
-    if key == "no-kill":
-        return "unset" if str(raw).lower() == "off" else "set"
-    if key == "oversubscribe":
-        return "oversubscribe"
-    if key == "get-user-env":
-        return "0" if raw is True else str(raw)
-    if key == "extra-node-info":
-        return ":".join(f for f in str(raw).split(":") if f != "*")
-    if key == "switches":
-        count, at, wait = str(raw).partition("@")
-        if not at:
-            return count
-        try:
-            return f"{count}@{V.minutes_to_str(V.parse_time(wait, 'switches'))}"
-        except V.OptionError:
-            return str(raw)
-    if key in ("mem", "mem-per-cpu", "mem-per-gpu", "tmp"):
-        return V.mbytes_to_str(typed)
-    if key == "nodes":
-        return _nodes_str(typed)
-    if key == "gres":
-        return ",".join("gres:" + g for g in str(raw).split(","))
-    if key == "open-mode":
-        return typed[:1]
-    if key == "exclusive":
-        return typed
-    if key == "mail-type":
-        return ",".join(t for t in _MAIL_PRINT_ORDER if t in typed["types"]) or "NONE"
-    if key in ("begin", "deadline"):
-        return V.time_to_iso(typed)
-    if key == "nice":
-        return str(typed)
-    if key == "signal":
-        flags = ("R" if typed["on_reservation_end"] else "") + \
-                ("B" if typed["batch_shell_only"] else "")
-        s = (flags + ":" if flags else "") + typed["signal"]
-        return s if "@" not in str(raw) else f"{s}@{typed['warn_seconds']}"
-    if key == "chdir":
-        return typed
-    if key == "requeue":
-        return "requeue"
-    if key == "no-requeue":
-        return "no-requeue"
-    if key == "verbose":
-        return str(typed)
-    if key == "kill-on-bad-exit":
-        return "1" if raw is True else str(raw)
-    if raw is True:
-        return "set"
-    return str(raw)
-
-
-def format_verbose_block(req: SbatchRequest | SrunRequest, prog: str = "sbatch") -> str:
-    """The "defined options" block ``sbatch -v`` (or ``srun -v``/``salloc -v`` with that
-    ``prog``) prints, one per component."""
-    blocks = []
-    comps = req.raw_components or [req.raw_options]
-    typed_comps = req.components or [req.options]
-    for raw, typed in zip(comps, typed_comps):
-        lines = [f"{prog}: defined options", f"{prog}: {'-' * 20} {'-' * 20}"]
-        for key in sorted(raw):
-            if key in _NOT_SHOWN:
-                continue
-            shown = _display(key, raw[key], typed.get(key), typed)
-            lines.append(f"{prog}: {key:<20}: {shown}")
-        lines += [f"{prog}: {'-' * 20} {'-' * 20}", f"{prog}: end of defined options"]
-        blocks.append("\n".join(lines) + "\n")
-    return "".join(blocks)
 
 
 # ---------------------------------------------------------------- corpus normalized forms

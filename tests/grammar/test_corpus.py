@@ -136,7 +136,7 @@ VALID = [c for c in CASES if ".invalid." not in c.name]
 @pytest.mark.parametrize("case", VALID, ids=[c.name.split(".")[0] for c in VALID])
 def test_verbose_block_matches_real_sbatch(case: Path, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from plurm.tools.sbatch_cli import format_verbose_block
+    from plurm.tools.sbatch_verbose import format_verbose_block
     e = _load(case)
     monkeypatch.chdir(CORPUS)
     argv, env = ["-v", e["script"]], {}
@@ -219,7 +219,7 @@ _LATER = {"SBATCH_GPUS_PER_TASK", "SBATCH_GPUS_PER_SOCKET", "SBATCH_MEM_PER_GPU"
 def test_env_inputs_match_real_sbatch(var: str, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     import re
-    from plurm.tools.sbatch_cli import format_verbose_block
+    from plurm.tools.sbatch_verbose import format_verbose_block
     if var in _LATER:
         pytest.skip("refused by real sbatch in cluster-side validation")
     (tmp_path / "ok.sh").write_text("#!/bin/bash\ntrue\n")
@@ -258,7 +258,7 @@ SCRIPT_PROBES = [
 def test_scripts_match_real_sbatch(body: str, tmp_path: Path,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     import re
-    from plurm.tools.sbatch_cli import format_verbose_block
+    from plurm.tools.sbatch_verbose import format_verbose_block
     (tmp_path / "p.sh").write_text("#!/bin/bash\n" + body + "\ntrue\n")
     monkeypatch.chdir(tmp_path)
     rc, err = run_real(["-v", "p.sh"], tmp_path, cwd=tmp_path)
@@ -291,7 +291,8 @@ SRUN_PROBES = [
 def test_srun_matches_real_srun(probe: str, tmp_path: Path) -> None:
     import re
     import shlex
-    from plurm.tools.sbatch_cli import format_verbose_block, parse_srun
+    from plurm.tools.sbatch_cli import parse_srun
+    from plurm.tools.sbatch_verbose import format_verbose_block
     argv = ["-v"] + shlex.split(probe) + ["true"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SBATCH_", "SLURM_"))}
     env["SLURM_CONF"] = str(_real_conf(tmp_path))
@@ -341,7 +342,7 @@ def test_random_scripts_match_real_sbatch(tmp_path: Path) -> None:
     import random
     import re
     from concurrent.futures import ThreadPoolExecutor
-    from plurm.tools.sbatch_cli import format_verbose_block
+    from plurm.tools.sbatch_verbose import format_verbose_block
     rnd = random.Random(int(os.environ.get("PLURM_FUZZ_SEED", "1129")))
     cases = []
     for k in range(200):
@@ -387,7 +388,7 @@ def test_random_command_lines_match_real_sbatch(tmp_path: Path) -> None:
     import re
     from concurrent.futures import ThreadPoolExecutor
     from plurm.grammar.options import env_inputs
-    from plurm.tools.sbatch_cli import format_verbose_block
+    from plurm.tools.sbatch_verbose import format_verbose_block
     rnd = random.Random(int(os.environ.get("PLURM_FUZZ_SEED", "1129")))
     opts = ["-J", "--job-name", "-t", "--time", "-N", "-n", "--mem", "--mem-per-cpu",
             "--signal", "--mail-type", "-a", "-p", "--exclusive", "--nice", "-H", "--gres",

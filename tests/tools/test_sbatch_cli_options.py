@@ -12,8 +12,8 @@ import pytest
 from plurm.grammar import values
 from plurm.grammar.options import OPTIONS, OptionError, options_for
 from plurm.tools.frontend import getopt, lookup_long
-from plurm.tools.sbatch_cli import (format_verbose_block, help_text, parse_sbatch, parse_srun,
-                                    usage_text, version_text)
+from plurm.tools.sbatch_cli import help_text, parse_sbatch, parse_srun, usage_text, version_text
+from plurm.tools.sbatch_verbose import format_verbose_block
 
 REF = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "slurm-22.05"
 needs_ref = pytest.mark.skipif(not REF.is_dir(), reason=f"reference folder missing: {REF}")
