@@ -3,7 +3,7 @@
 Why a table: the three commands accept largely the same options with the same value rules
 and the same input environment variables (SBATCH_*, SALLOC_*, SLURM_* for srun), so each
 option is described once -- long name, short letter, argument kind, the commands that accept
-it, its value parser (a key of ``values.PARSERS``), its input variables, and whether repeats
+it, its value parser (a key of ``PARSERS``), its input variables, and whether repeats
 accumulate -- and the three front ends read it.  The command line itself is read by the
 command-line kit (``plurm.common.cli``, through ``plurm.tools.sbatch_cli``): grammar is the
 bottom layer and may not import it.
@@ -19,11 +19,13 @@ from collections import namedtuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: `typing` costs milliseconds of every sbatch start-up
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
+    from typing import Any
 
+from . import structvalues, values
 from .values import OptionError, OptionValueError
 
-__all__ = ["Option", "OptionError", "OptionValueError", "OPTIONS", "ALL_OPTIONS", "options_for",
+__all__ = ["Option", "OptionError", "OptionValueError", "OPTIONS", "ALL_OPTIONS", "PARSERS", "options_for",
            "env_inputs"]
 
 PROGS = ("sbatch", "srun", "salloc")
@@ -36,7 +38,7 @@ _ENV_PREFIX = {"b": "SBATCH_", "r": "SLURM_", "a": "SALLOC_"}
 #   name        long name, as the commands spell it
 #   short       short letter, if any
 #   arg         "none" | "required" | "optional"
-#   parser      key of values.PARSERS
+#   parser      key of PARSERS (below)
 #   commands    frozenset of sbatch/srun/salloc that accept it
 #   env         command -> tuple of input environment variable names
 #   key         the option it sets (tasks-per-node sets ntasks-per-node)
@@ -275,3 +277,24 @@ def env_inputs(prog: str) -> Iterator[tuple[str, Option]]:
     for opt in options_for(prog)[0].values():
         for var in opt.env.get(prog, ()):
             yield var, opt
+
+
+# The ``parser`` kind of each row -> the function that parses its value.
+PARSERS: dict[str, Callable[..., Any]] = {
+    "string": values.parse_string, "flag": values.parse_flag, "time": values.parse_time,
+    "memory": values.parse_memory, "nodes": values.parse_nodes, "array": structvalues.parse_array,
+    "dependency": structvalues.parse_dependency, "signal": structvalues.parse_signal,
+    "export": structvalues.parse_export, "gres": structvalues.parse_gres,
+    "gpus": structvalues.parse_gpus, "mail_type": structvalues.parse_mail_type,
+    "begin": structvalues.parse_begin, "exclusive": values.parse_exclusive,
+    "open_mode": values.parse_open_mode, "distribution": values.parse_distribution,
+    "constraint": values.parse_constraint, "hostlist": structvalues.parse_hostlist,
+    "nice": values.parse_nice, "positive_int": values.parse_positive_int,
+    "nonnegative_int": values.parse_nonnegative_int, "loose_int": values.parse_loose_int,
+    "yes_no": values.parse_yes_no, "zero_one": values.parse_zero_one,
+    "no_kill": values.parse_no_kill, "gres_flags": values.parse_gres_flags,
+    "hint": values.parse_hint, "profile": values.parse_profile,
+    "acctg_freq": values.parse_acctg_freq, "cpu_freq": values.parse_cpu_freq,
+    "mem_bind": values.parse_mem_bind, "gpu_bind": values.parse_gpu_bind,
+    "switches": values.parse_switches,
+}

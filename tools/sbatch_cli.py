@@ -27,8 +27,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only (start-up cost)
     from typing import Any, Iterable, Mapping
 
-from plurm.grammar import values as V
-from plurm.grammar.options import (EXTRA_ENV, Option, OptionError, OptionValueError, env_inputs,
+from plurm.grammar import structvalues as S, values as V
+from plurm.grammar.options import (EXTRA_ENV, PARSERS, Option, OptionError, OptionValueError, env_inputs,
                                    options_for)
 from plurm.tools.frontend import Parsed, getopt, help_text, iter_getopt, usage_text, version_text
 from plurm.grammar.script import (Directive, ScriptInfo, UnmatchedQuote, check_script, read_script,
@@ -102,7 +102,7 @@ class SrunRequest:
 class _State:
     """One component's options: raw (as given) and typed, last value wins."""
 
-    def __init__(self, prog: str, max_array_size: int = V.MAX_ARRAY_SIZE) -> None:
+    def __init__(self, prog: str, max_array_size: int = S.MAX_ARRAY_SIZE) -> None:
         self.prog = prog
         self.max_array_size = max_array_size
         self.raw: dict[str, Any] = {}
@@ -142,20 +142,20 @@ class _State:
                 exc.for_prog(self.prog)
             typed = None
         if opt.parser == "hostlist" and value and "/" in value:
-            value = V.read_hostfile(value)    # sbatch -v shows the file's names
+            value = S.read_hostfile(value)    # sbatch -v shows the file's names
         self.raw[opt.key] = True if value is None else value
         self.typed[opt.key] = typed
 
 
 def _parse_value(prog: str, opt: Option, value: str | None,
-                 max_array_size: int = V.MAX_ARRAY_SIZE) -> Any:
+                 max_array_size: int = S.MAX_ARRAY_SIZE) -> Any:
     if opt.arg == "none":
         return True
     if value is None and opt.parser not in ("nice", "exclusive", "no_kill"):
         return True     # optional argument not given (--propagate, -I, -K, --no-kill)
     if opt.parser == "array":    # MaxArraySize is the site's (slurm.conf)
-        return V.parse_array(value, opt.name, max_array_size)  # type: ignore[arg-type]
-    return V.PARSERS[opt.parser](value, opt.name)
+        return S.parse_array(value, opt.name, max_array_size)  # type: ignore[arg-type]
+    return PARSERS[opt.parser](value, opt.name)
 
 
 def _env_true(value: str) -> bool:
@@ -318,7 +318,7 @@ def _info_request(key: str, verbose: int) -> SbatchRequest:
 
 # ------------------------------------------------------------------------------- sbatch
 def parse_sbatch(argv: list[str], env: Mapping[str, str], stdin_bytes: bytes | None = None,
-                 *, max_array_size: int = V.MAX_ARRAY_SIZE,
+                 *, max_array_size: int = S.MAX_ARRAY_SIZE,
                  gres_types: Iterable[str] | None = None) -> SbatchRequest:
     """``max_array_size`` and ``gres_types`` come from the site's slurm.conf (MaxArraySize,
     GresTypes; "gpu" is always known); without ``gres_types`` GRES names are not checked."""

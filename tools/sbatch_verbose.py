@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only (start-up cost)
     from typing import Any
 
-from plurm.grammar import values as V
+from plurm.grammar import structvalues as S, values as V
 from plurm.tools.sbatch_cli import SbatchRequest, SrunRequest, full_path, nodes_str
 
 _NOT_SHOWN = ("het-group",)   # consumed while splitting srun's components; -v omits it
@@ -79,7 +79,7 @@ def _display(key: str, raw: Any, typed: Any, opts: dict[str, Any] | None = None)
     if key == "mail-type":
         return ",".join(t for t in _MAIL_PRINT_ORDER if t in typed["types"]) or "NONE"
     if key in ("begin", "deadline"):
-        return V.time_to_iso(typed)
+        return S.time_to_iso(typed)
     if key == "nice":
         return str(typed)
     if key == "signal":

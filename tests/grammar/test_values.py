@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plurm.grammar import values as V
+from plurm.grammar import structvalues as S, values as V
+from plurm.grammar.options import PARSERS
 from plurm.grammar.values import OptionError, OptionValueError
 
 
@@ -74,25 +75,25 @@ def test_nodes_invalid(text: str, msg: str) -> None:
 
 
 def test_array() -> None:
-    a = V.parse_array("1-5,10,20-30:5%3")
+    a = S.parse_array("1-5,10,20-30:5%3")
     assert a == {"indices": [1, 2, 3, 4, 5, 10, 20, 25, 30], "max_running": 3,
                  "spec": "1-5,10,20-30:5%3"}
     for bad in ("x-y", "0-5000", "5-1", "1-10:0", "1%", ""):
         with pytest.raises(OptionValueError) as info:
-            V.parse_array(bad)
+            S.parse_array(bad)
         assert info.value.exit_code == 1
 
 
 def test_dependency() -> None:
-    d = V.parse_dependency("afterok:5001:5002?afternotok:5003")
+    d = S.parse_dependency("afterok:5001:5002?afternotok:5003")
     assert d["combine"] == "any"
     assert [c["job_ids"] for c in d["conditions"]] == [["5001", "5002"], ["5003"]]
-    assert V.parse_dependency("singleton")["conditions"][0]["type"] == "singleton"
-    assert V.parse_dependency("afterany:12+30")["conditions"][0]["minutes"] == 30
-    assert V.parse_dependency("aftercorr:7_3")["conditions"][0]["job_ids"] == ["7_3"]
+    assert S.parse_dependency("singleton")["conditions"][0]["type"] == "singleton"
+    assert S.parse_dependency("afterany:12+30")["conditions"][0]["minutes"] == 30
+    assert S.parse_dependency("aftercorr:7_3")["conditions"][0]["job_ids"] == ["7_3"]
     for bad in ("bogus", "afterok", "afterok:x", "afterok:1,afterany:2?afterok:3"):
         with pytest.raises(OptionValueError):
-            V.parse_dependency(bad)
+            S.parse_dependency(bad)
 
 
 @pytest.mark.parametrize("text,sig,num,secs,b,r", [
@@ -100,37 +101,37 @@ def test_dependency() -> None:
     ("B:10@90", "USR1", 10, 90, True, False), ("RB:SIGUSR1@600", "USR1", 10, 600, True, True),
     ("usr1@0", "USR1", 10, 0, False, False), ("99", "99", 99, 60, False, False)])
 def test_signal(text: str, sig: str, num: int, secs: int, b: bool, r: bool) -> None:
-    assert V.parse_signal(text) == {"signal": sig, "number": num, "warn_seconds": secs,
+    assert S.parse_signal(text) == {"signal": sig, "number": num, "warn_seconds": secs,
                                     "batch_shell_only": b, "on_reservation_end": r}
 
 
 @pytest.mark.parametrize("text", ["FOO", "B:USR1@abc", "0", "", "X:USR1"])
 def test_signal_invalid(text: str) -> None:
     with pytest.raises(OptionValueError, match="Invalid --signal specification"):
-        V.parse_signal(text)
+        S.parse_signal(text)
 
 
 def test_mail_type() -> None:
-    assert V.parse_mail_type("all")["types"] == list(V.MAIL_ALL)
-    assert V.parse_mail_type("start,end,fail,time_limit_80") == \
+    assert S.parse_mail_type("all")["types"] == list(S.MAIL_ALL)
+    assert S.parse_mail_type("start,end,fail,time_limit_80") == \
         {"types": ["END", "FAIL", "TIME_LIMIT_80"], "dropped": ["start"]}
-    assert V.parse_mail_type("none")["types"] == []
+    assert S.parse_mail_type("none")["types"] == []
     with pytest.raises(OptionValueError, match="Invalid --mail-type specification"):
-        V.parse_mail_type("bogus")
+        S.parse_mail_type("bogus")
 
 
 def test_gres_and_gpus() -> None:
-    assert V.parse_gres("gpu:1,tmpfs:100G") == [
+    assert S.parse_gres("gpu:1,tmpfs:100G") == [
         {"name": "gpu", "type": None, "count": 1},
         {"name": "tmpfs", "type": None, "count": 107374182400}]
-    assert V.parse_gres("gpu:a100_3g.40gb:1")[0]["type"] == "a100_3g.40gb"
-    assert V.parse_gres("gpu:1080:1")[0] == {"name": "gpu", "type": "1080", "count": 1}
+    assert S.parse_gres("gpu:a100_3g.40gb:1")[0]["type"] == "a100_3g.40gb"
+    assert S.parse_gres("gpu:1080:1")[0] == {"name": "gpu", "type": "1080", "count": 1}
     with pytest.raises(OptionValueError) as info:
-        V.parse_gres("gpu:1,mps:50")
+        S.parse_gres("gpu:1,mps:50")
     assert (info.value.text, info.value.exit_code) == \
         ("Invalid generic resource (gres) specification", 1)
-    assert V.parse_gpus("v100:2") == {"type": "v100", "count": 2}
-    assert V.parse_gpus("3") == {"type": None, "count": 3}
+    assert S.parse_gpus("v100:2") == {"type": "v100", "count": 2}
+    assert S.parse_gpus("3") == {"type": None, "count": 3}
 
 
 def test_keywords() -> None:
@@ -139,7 +140,7 @@ def test_keywords() -> None:
     assert V.parse_open_mode("Tr") == "truncate"
     assert V.parse_distribution("block:cyclic:fcyclic,pack")
     assert V.parse_distribution("plane=4")
-    assert V.parse_export("ALL,A=b") == {"mode": "ALL", "names": ["A"],
+    assert S.parse_export("ALL,A=b") == {"mode": "ALL", "names": ["A"],
                                          "assignments": {"A": "b"}}
     assert V.parse_nice(None) == 100
     for fn, bad in ((V.parse_exclusive, "foo"), (V.parse_open_mode, "x"),
@@ -154,32 +155,32 @@ def test_keywords() -> None:
 
 def test_begin_forms() -> None:
     now = time.mktime((2026, 11, 29, 12, 0, 0, 0, 0, -1))
-    assert V.parse_begin("now+1hour", now=now) == int(now) + 3600
-    assert V.parse_begin("now+6hours", now=now) == int(now) + 6 * 3600
-    assert V.parse_begin("now+2days", now=now) == int(now) + 2 * 86400
-    assert V.time_to_iso(V.parse_begin("16:00", now=now)) == "2026-11-29T16:00:00"
-    assert V.time_to_iso(V.parse_begin("10:00", now=now)) == "2026-11-30T10:00:00"
-    assert V.time_to_iso(V.parse_begin("tomorrow", now=now)) == "2026-11-30T00:00:00"
-    assert V.time_to_iso(V.parse_begin("2030-01-15T09:00:00", now=now)) == \
+    assert S.parse_begin("now+1hour", now=now) == int(now) + 3600
+    assert S.parse_begin("now+6hours", now=now) == int(now) + 6 * 3600
+    assert S.parse_begin("now+2days", now=now) == int(now) + 2 * 86400
+    assert S.time_to_iso(S.parse_begin("16:00", now=now)) == "2026-11-29T16:00:00"
+    assert S.time_to_iso(S.parse_begin("10:00", now=now)) == "2026-11-30T10:00:00"
+    assert S.time_to_iso(S.parse_begin("tomorrow", now=now)) == "2026-11-30T00:00:00"
+    assert S.time_to_iso(S.parse_begin("2030-01-15T09:00:00", now=now)) == \
         "2030-01-15T09:00:00"
-    assert V.time_to_iso(V.parse_begin("2030-01-01T10:00", now=now)) == "2030-01-01T10:00:00"
+    assert S.time_to_iso(S.parse_begin("2030-01-01T10:00", now=now)) == "2030-01-01T10:00:00"
     with pytest.raises(OptionValueError) as info:
-        V.parse_begin("notatime")
+        S.parse_begin("notatime")
     assert info.value.for_prog("sbatch").lines == [
         "Invalid time specification (pos=0): notatime",
         "sbatch: error: Invalid --begin specification"]
 
 
 def test_hostlist() -> None:
-    assert V.parse_hostlist("cn[01-03],x") == ["cn01", "cn02", "cn03", "x"]
-    assert V.parse_hostlist("cn[10-12,15],cn20") == ["cn10", "cn11", "cn12", "cn15", "cn20"]
+    assert S.parse_hostlist("cn[01-03],x") == ["cn01", "cn02", "cn03", "x"]
+    assert S.parse_hostlist("cn[10-12,15],cn20") == ["cn10", "cn11", "cn12", "cn15", "cn20"]
     with pytest.raises(OptionValueError):
-        V.parse_hostlist("n[1-")
+        S.parse_hostlist("n[1-")
 
 
 # ------------------------------------------------------------------------- properties
 def _call(name: str, text: str) -> None:
-    parser = V.PARSERS[name]
+    parser = PARSERS[name]
     try:
         out = parser(text, "opt")
     except OptionError:
@@ -191,7 +192,7 @@ _TEXT = st.text(alphabet=string.printable + "ä€\u00a0", max_size=40)
 _SHAPED = st.from_regex(r"[0-9a-zA-Z:,%@\-+*=_.?\[\] ]{0,24}", fullmatch=True)
 
 
-@pytest.mark.parametrize("name", sorted(V.PARSERS))
+@pytest.mark.parametrize("name", sorted(PARSERS))
 @settings(max_examples=150, deadline=None)
 @given(text=st.one_of(_TEXT, _SHAPED))
 def test_parsers_raise_only_typed_errors(name: str, text: str) -> None:
@@ -217,7 +218,7 @@ def test_memory_round_trip(mb: int) -> None:
 @given(lo=st.integers(0, 500), width=st.integers(0, 400), step=st.integers(1, 50))
 def test_array_range_step(lo: int, width: int, step: int) -> None:
     hi = min(lo + width, 1000)
-    got = V.parse_array(f"{lo}-{hi}:{step}")["indices"]
+    got = S.parse_array(f"{lo}-{hi}:{step}")["indices"]
     assert got == list(range(lo, hi + 1, step))
 
 
@@ -230,7 +231,7 @@ def test_fuzz_value_parsers() -> None:
              "RB:SIGUSR1@600", "ALL,A=b", "gpu:a100:2,tmpfs:10G", "v100:2", "END,FAIL,all",
              "now+1hour", "2030-01-15T09:00:00", "block:cyclic,pack", "cn[01-04],x",
              "task=30", "high-low:ondemand", "map_gpu:0,1", "1@10:00"]
-    names = [n for n in sorted(V.PARSERS) if n != "hostlist"]
+    names = [n for n in sorted(PARSERS) if n != "hostlist"]
     count = 0
     deadline = time.monotonic() + 110
     while count < 100_000 and time.monotonic() < deadline:

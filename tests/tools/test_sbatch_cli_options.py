@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plurm.grammar import values
-from plurm.grammar.options import OPTIONS, OptionError, options_for
+from plurm.grammar.options import OPTIONS, PARSERS, OptionError, options_for
 from plurm.tools.frontend import getopt, lookup_long
 from plurm.tools.sbatch_cli import help_text, parse_sbatch, parse_srun, usage_text, version_text
 from plurm.tools.sbatch_verbose import format_verbose_block
@@ -33,7 +32,7 @@ def ok_sh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # ------------------------------------------------------------------------- the table
 def test_every_option_has_a_parser() -> None:
     for opt in OPTIONS.values():
-        assert opt.parser in values.PARSERS, opt.name
+        assert opt.parser in PARSERS, opt.name
         assert opt.arg in ("none", "required", "optional"), opt.name
         assert opt.commands, opt.name
         if opt.arg == "none":
@@ -43,7 +42,7 @@ def test_every_option_has_a_parser() -> None:
 def test_every_parser_is_used_or_exported() -> None:
     used = {o.parser for o in OPTIONS.values()}
     # parse_constraint serves the normalized form; the rest must be reachable from the table
-    assert set(values.PARSERS) - used <= {"constraint", "loose_int"}
+    assert set(PARSERS) - used <= {"constraint", "loose_int"}
 
 
 def test_short_letters_unique_per_command() -> None:
