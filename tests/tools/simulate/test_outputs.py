@@ -118,3 +118,20 @@ def test_without_matplotlib_the_files_are_still_written(tiny_trace, tmp_path, ca
     assert "matplotlib is not installed" in capsys.readouterr().err
     assert (out / "jobs.csv").exists() and (out / "summary.json").exists()
     assert not (out / "utilization.png").exists()
+
+
+@pytest.mark.parametrize("header, args, nodes, cpus", [
+    ("; MaxNodes: 4\n; MaxProcs: 32\n", [], 4, 32),            # the header's shape: 4 x 8
+    ("; MaxProcs: 12\n", [], 12, 12),                            # no MaxNodes: one CPU per node
+    ("", [], 6, 6),                                              # no header: the widest job's size
+    ("; MaxNodes: 4\n; MaxProcs: 32\n", ["--nodes", "2", "--cpus-per-node", "3"], 2, 6),
+])
+def test_the_default_cluster_follows_the_header(tmp_path, header, args, nodes, cpus):
+    from simhelpers import swf_line
+
+    trace = tmp_path / "t.swf"
+    trace.write_text(header + swf_line(1, 0, 6, 10, 60) + "\n" + swf_line(2, 5, 1, 10, 60) + "\n")
+    out = tmp_path / "o"
+    assert cli.main([str(trace), "--out", str(out), "--no-plots", "--no-progress", *args]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["nodes"], summary["cpus"]) == (nodes, cpus)
