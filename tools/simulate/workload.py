@@ -16,7 +16,9 @@ characteristics of rigid jobs", JPDC 63(11), 2003 (the "Lublin99" model).  Its s
 The PyPI package ``parallelworkloads`` (a wrapper of the authors' C code) could not be used:
 its 0.1.3 sdist (2022, the only release) ships no sources (only ``__init__.py``) and no
 wheels.  This module is our own implementation of the model's structure with the paper's
-batch-job constants; it is not bit-compatible with the authors' ``lublin99.c``.  Two
+batch-job constants as we know them (not checked against the authors' ``lublin99.c``, which
+could not be obtained; every constant is a field of ``LublinModel``); it is not
+bit-compatible with ``lublin99.c``.  Two
 choices are ours and documented in docs/simulator.md: the size/run-time correlation is
 scaled to the machine (the long mode's weight grows linearly with log2 size from 1 - pb
 for serial jobs to 1 - (pb + pa) for a full-machine job), and the arrival rate is scaled
