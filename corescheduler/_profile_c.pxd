@@ -45,6 +45,10 @@ cdef void _runs(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1
 cdef inline void _first_run(long[::1] T, long[::1] C, Py_ssize_t o, Py_ssize_t n, long below,
                             long[::1] starts, long[::1] ends, Py_ssize_t node) noexcept
 
+@cython.locals(p=cython.Py_ssize_t, v=cython.Py_ssize_t, i=cython.Py_ssize_t, a=cython.long, b=cython.long)
+cpdef void tree_build(long[::1] order, Py_ssize_t count, Py_ssize_t size, long[::1] starts,
+                      long[::1] ends, long[::1] ts, long[::1] te) noexcept
+
 @cython.locals(v=cython.Py_ssize_t, a=cython.long, b=cython.long)
 cpdef void tree_set(long[::1] tzs, long[::1] tze, Py_ssize_t size, Py_ssize_t pos, long zsv,
                     long zev) noexcept

@@ -232,6 +232,23 @@ def _first_run(T, C, o: int, n: int, below: int, starts, ends, node: int):
     ends[node] = T[o + j] if j < n else FOREVER
 
 
+def tree_build(order, count: int, size: int, starts, ends, ts, te):
+    """Fill a run tree over ``count`` candidates (``ts``/``te`` of 2*size entries, te preset to
+    FOREVER): leaf size+p holds the (start, end) run of the node at position p, padding leaves
+    stay (0, FOREVER), and every inner node holds its children's (max start, min end)."""
+    for p in range(count):
+        i = order[p]
+        ts[size + p] = starts[i]
+        te[size + p] = ends[i]
+    for v in range(size - 1, 0, -1):
+        a = ts[2 * v]
+        b = ts[2 * v + 1]
+        ts[v] = a if a > b else b
+        a = te[2 * v]
+        b = te[2 * v + 1]
+        te[v] = a if a < b else b
+
+
 def tree_set(tzs, tze, size: int, pos: int, zsv: int, zev: int):
     """Set one position's (zs, ze) leaf and its ancestors' (max zs, min ze)."""
     v = size + pos

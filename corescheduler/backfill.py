@@ -430,6 +430,8 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
     cycle that yielded (only with bf_continue; otherwise it restarts).
     """
     params = params or BackfillParams()
+    if not pending and (cursor is None or not params.bf_continue):
+        return BackfillResult()  # nothing to plan: skip building the profile (O(nodes + running))
     kernel = kernel or _load_profile()
     scheduler.prepare()
     busy = [(j.nodes, j.cpus, j.mem, job_end(j, now), j.gres_alloc, bool(j.share_rows))

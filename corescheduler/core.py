@@ -140,6 +140,7 @@ class ClusterCore(JobEnds, Preemption, NodeEvents):
         self.node_seen: dict[str, float] = {}
         self.node_registered: set[str] = set()
         self.missing_since: dict[int, float] = {}
+        self._liveness_due = now  # the earliest SlurmdTimeout deadline (core_nodes.py)
         self.next_job_id = next_job_id or settings.first_job_id
         self._effects: list[fx.Effect] = []
         for job in jobs:

@@ -26,6 +26,7 @@ class NodeEvents:
         node_seen: dict[str, float]
         node_registered: set[str]
         missing_since: dict[int, float]
+        _liveness_due: float
         settings: Any
         need_schedule: bool
 
@@ -136,6 +137,7 @@ class NodeEvents:
             # As Slurm: a node whose devices fall short of its configuration is drained.
             self._drain(node, "; ".join(problems), now)
         self.node_seen[name] = now
+        self._liveness_due = min(self._liveness_due, now + self.settings.slurmd_timeout)
         self.node_registered.add(name)
         self.need_schedule = True
         return self._reconcile(name, set(info.get("running_jobs", [])), now)
@@ -157,6 +159,7 @@ class NodeEvents:
         if node is None:
             return []
         self.node_seen[name] = now
+        self._liveness_due = min(self._liveness_due, now + self.settings.slurmd_timeout)
         if name not in self.node_registered:
             return [Outgoing(name, "please_register", {})]
         node.cpu_load, node.free_mem = cpu_load, free_mem
@@ -185,14 +188,24 @@ class NodeEvents:
         return out
 
     def _check_node_liveness(self, now: float) -> list[Outgoing]:
-        """SlurmdTimeout: a silent node stops responding and its jobs fail (NODE_FAIL)."""
+        """SlurmdTimeout: a silent node stops responding and its jobs fail (NODE_FAIL).
+
+        Walks the nodes only once the earliest deadline has come: a node's last sighting
+        only moves forward, so the earliest deadline of the last walk is a lower bound."""
+        if now <= self._liveness_due:
+            return []
         out: list[Outgoing] = []
+        timeout = self.settings.slurmd_timeout
+        due = float("inf")
         for name, node in self.nodes.items():
-            if node.responding and now - self.node_seen.get(name, now) > self.settings.slurmd_timeout:
+            if node.responding and now - self.node_seen.get(name, now) <= timeout:
+                due = min(due, self.node_seen.get(name, now) + timeout)
+            elif node.responding:
                 log.warning("node %s not responding", name)
                 node.responding = False
                 node.reason = node.reason or "Not responding"
                 for job in list(self.jobs.values()):
                     if name in job.nodes and (job.state == model.RUNNING or job.completing):
                         out.extend(self._finish(job, job.cancel_state or model.NODE_FAIL, now))
+        self._liveness_due = due
         return out

@@ -37,8 +37,8 @@ class Preemption:
     def _preempt_for(self, job: Job, demand: Demand, now: float) -> list[Outgoing]:
         """Preempt the fewest lower-tier running jobs that make room for ``job``, if any do."""
         partition = self.partitions.get(job.partition)
-        if partition is None:
-            return []
+        if partition is None or isinstance(self.preempt_policy, preempt.NoPreemption):
+            return []  # preempt/none: no victim, and no job on its way out for a preemption
         running = [j for j in self.jobs.values() if j.state == model.RUNNING]
         # Jobs already on their way out for a preemption free their resources soon:
         # count them as free, so that one waiting job never preempts more than it needs.

@@ -156,13 +156,7 @@ class Candidates:
         size = self.leaves
         ts = longs(2 * size)
         te = longs([timeline.k.FOREVER] * (2 * size))
-        for p in range(self.size):
-            i = self.order[p]
-            ts[size + p] = starts[i]
-            te[size + p] = ends[i]
-        for v in range(size - 1, 0, -1):
-            ts[v] = max(ts[2 * v], ts[2 * v + 1])
-            te[v] = min(te[2 * v], te[2 * v + 1])
+        timeline.k.tree_build(self.order, self.size, size, starts, ends, ts, te)
         return ts, te
 
     def bind(self, timeline: Timeline):

@@ -39,5 +39,7 @@ def test_scheduling_passes_run_with_it_paused(monkeypatch) -> None:
     monkeypatch.setattr(Scheduler, "prepare", lambda self: seen.append(gc.isenabled()))
     sched = Scheduler({}, {}, 0)
     sched.schedule([], 0.0)
-    backfill.plan_backfill(sched, [], [], 0.0)
+    # A cycle with nothing to plan returns at once; one resuming a yielded cycle plans.
+    resume = backfill.BackfillCursor(tested=0, done=frozenset(), reservations=())
+    backfill.plan_backfill(sched, [], [], 0.0, backfill.BackfillParams(bf_continue=True), cursor=resume)
     assert seen == [False, False] and gc.isenabled()
