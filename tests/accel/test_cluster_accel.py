@@ -174,8 +174,10 @@ print("ordinal", ordinal, "sum", int(out.sum()))
 
 def test_gpu_usage_lands_in_accounting(mixed: dict, tmp_path: Path) -> None:
     c: Cluster = mixed["cluster"]
-    job_id = c.sbatch("--gres=gpu:mi300x:2", "--wrap", "sleep 3", cwd=tmp_path)
-    c.wait_state(job_id, "COMPLETED", timeout=30)
+    # Sampled every 0.5 s, each sample a probe subprocess: on a loaded 2-core machine a probe
+    # can take seconds, so the job runs long enough for one to finish while it holds the gpus.
+    job_id = c.sbatch("--gres=gpu:mi300x:2", "--wrap", "sleep 8", cwd=tmp_path)
+    c.wait_state(job_id, "COMPLETED", timeout=40)
     out = c.run("sacct", "-j", f"{job_id}.batch", "-n", "-P", "-o", "TRESUsageInMax,TRESUsageInAve",
                 check=True).stdout.strip()
     # The fake MI300Xs report 12 % activity and 512 MB in use each: two of them.
