@@ -28,6 +28,7 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: `typing` costs milliseconds of every start-up
     from collections.abc import Generator, Hashable, Iterable, Mapping
+    from typing import Any
 
 __all__ = ["NO_ARGUMENT", "REQUIRED_ARGUMENT", "OPTIONAL_ARGUMENT", "OptionError", "Usage",
            "Parsed", "Table", "getopt_long", "getopt_or_usage", "iter_getopt", "try_help"]
@@ -228,8 +229,12 @@ def iter_getopt(prog: str, argv: list[str], table: Table,
 def parse(prog: str, argv: list[str], table: Table, environ: Mapping[str, str] | None = None
           ) -> tuple[list[Parsed], list[str]]:
     """The whole command line at once: (options in order, operands)."""
-    it = iter_getopt(prog, argv, table, environ)
-    out: list[Parsed] = []
+    return collect(iter_getopt(prog, argv, table, environ))
+
+
+def collect(it: Generator[Any, None, list[str]]) -> tuple[list[Any], list[str]]:
+    """Everything a one-option-at-a-time parser yields, and the words it returns."""
+    out: list[Any] = []
     while True:
         try:
             out.append(next(it))

@@ -74,13 +74,7 @@ def iter_getopt(prog: str, args: list[str]) -> Generator[Parsed, None, list[str]
 
 def getopt(prog: str, args: list[str]) -> tuple[list[Parsed], list[str]]:
     """The whole command line: (parsed options, the words after them)."""
-    it = iter_getopt(prog, args)
-    out: list[Parsed] = []
-    while True:
-        try:
-            out.append(next(it))
-        except StopIteration as stop:
-            return out, stop.value
+    return cli.collect(iter_getopt(prog, args))
 
 
 # ------------------------------------------------------------------------- answer or go on
