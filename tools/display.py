@@ -192,6 +192,13 @@ def job_oversubscribe(job: dict) -> str:
     return "OK"
 
 
+def sort_keys(spec: str, marks: str = ",+-") -> list[tuple[str, str]]:
+    """The keys of a -S spec, last to first (squeue and sinfo apply them as stable sorts in
+    that order), each with the character before it ('-': descending; '#': sinfo's
+    partition order).  ``marks`` are the characters that are not keys."""
+    return [(spec[i], spec[i - 1] if i > 0 else "") for i in range(len(spec) - 1, -1, -1) if spec[i] not in marks]
+
+
 def pad(text: str, width: int, right: bool, cut: bool = True) -> str:
     """One field as Slurm's _print_str writes it: right-justified with '.', truncated to
     ``width`` (left-justified text always; right-justified only when ``cut``), padded."""

@@ -18,6 +18,7 @@ from plurm.tools.display import (
     parse_long_format,
     partition_oversubscribe,
     sinfo_time_limit,
+    sort_keys,
 )
 from plurm.tools.sinfo_records import Options, Record, build_records, error_text, state_compact, state_long
 
@@ -237,23 +238,15 @@ def sort_records(records: list[Record], spec: str | None, node_flag: bool) -> li
     if spec is None:
         spec = "N" if node_flag else "#P,-t"
     rows = list(records)
-    i = len(spec) - 1
-    while i >= 0:
-        ch = spec[i]
-        if ch in ",#+-":
-            i -= 1
-            continue
-        reverse = i > 0 and spec[i - 1] == "-"
-        part_order = i > 0 and spec[i - 1] == "#"
+    for ch, before in sort_keys(spec, ",#+-"):
+        reverse = before == "-"
         if ch == "P":
-            if part_order:
+            if before == "#":
                 rows.sort(key=lambda r: r.part_inx, reverse=reverse)
             else:
                 rows.sort(key=lambda r: (r.part or {}).get("name", ""), reverse=reverse)
         elif ch in _SORT_KEYS:
-            fn = _SORT_KEYS[ch]
-            rows.sort(key=fn, reverse=reverse)
-        i -= 1
+            rows.sort(key=_SORT_KEYS[ch], reverse=reverse)
     return rows
 
 

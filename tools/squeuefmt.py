@@ -20,6 +20,7 @@ from plurm.tools.display import (
     job_oversubscribe,
     job_state,
     job_state_code,
+    sort_keys,
     parse_format,
     parse_long_format,
     render,
@@ -385,19 +386,12 @@ def sort_jobs(jobs: list[dict], spec: str | None, now: float) -> list[dict]:
     applied as stable sorts from the last key to the first."""
     rows = sorted(jobs, key=lambda j: _start_key(j, now), reverse=True)
     spec = DEFAULT_SORT if spec is None else spec
-    i = len(spec) - 1
-    while i >= 0:
-        ch = spec[i]
-        if ch in ",+-":
-            i -= 1
-            continue
-        reverse = i > 0 and spec[i - 1] == "-"
+    for ch, before in sort_keys(spec):
         if ch in _SORT_KEYS:
             fn = _SORT_KEYS[ch]
-            rows.sort(key=lambda j, fn=fn: fn(j, now), reverse=reverse)
+            rows.sort(key=lambda j, fn=fn: fn(j, now), reverse=before == "-")
         elif ch not in _SORT_IGNORED:
             raise Usage(error_text(f"Invalid sort specification: {ch}"), 1, "stderr")
-        i -= 1
     return rows
 
 
