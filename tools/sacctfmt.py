@@ -192,6 +192,13 @@ SACCT_STATE_CODES = {
 }
 
 
+def _times(elapsed: int, cpus: int, start: float | None, end: float | None) -> dict[str, str]:
+    """The columns a job's and a step's rows compute alike from their run time."""
+    return {"Elapsed": format_duration(elapsed), "ElapsedRaw": str(elapsed),
+            "CPUTime": format_duration(elapsed * cpus), "CPUTimeRAW": str(elapsed * cpus),
+            "Start": iso(start), "End": iso(end)}
+
+
 def acct_job_row(job: dict, now: float, cluster: str, def_mem_per_cpu: int | None = None) -> dict[str, str]:
     """One job (allocation) line of sacct, every field it knows."""
     spec = job_spec(job)
@@ -225,12 +232,7 @@ def acct_job_row(job: dict, now: float, cluster: str, def_mem_per_cpu: int | Non
         "State": state_s,
         "ExitCode": job_exit(job),
         "DerivedExitCode": f"{job.get('derived_exit_code', 0)}:0",
-        "Elapsed": format_duration(elapsed),
-        "ElapsedRaw": str(elapsed),
-        "CPUTime": format_duration(elapsed * cpus),
-        "CPUTimeRAW": str(elapsed * cpus),
-        "Start": iso(start),
-        "End": iso(end),
+        **_times(elapsed, cpus, start, end),
         "Submit": iso(job.get("submit_time", 0.0)),
         "Eligible": iso(job.get("eligible_time")),
         "NodeList": compress(nodes) if nodes else "None assigned",
@@ -302,12 +304,7 @@ def acct_step_row(step: dict, job: dict, now: float, cluster: str) -> dict[str, 
         "NCPUS": str(cpus),
         "State": state,
         "ExitCode": f"{step.get('exit_code', 0)}:{step.get('exit_signal', 0)}",
-        "Elapsed": format_duration(elapsed),
-        "ElapsedRaw": str(elapsed),
-        "CPUTime": format_duration(elapsed * cpus),
-        "CPUTimeRAW": str(elapsed * cpus),
-        "Start": iso(start),
-        "End": iso(end),
+        **_times(elapsed, cpus, start, end),
         "Submit": iso(start),
         "Eligible": iso(start),
         "NodeList": compress(nodes) if nodes else "None assigned",
