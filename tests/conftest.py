@@ -37,3 +37,14 @@ def workdir(tmp_path: Path) -> Path:
     d = tmp_path / "work"
     d.mkdir()
     return d
+
+
+@pytest.fixture(scope="session")
+def test_users():
+    """Real users plurmta and plurmtb (created with useradd as root; skipped otherwise)."""
+    from osusers import Unavailable, ensure_test_users
+
+    try:
+        return ensure_test_users()
+    except Unavailable as exc:
+        pytest.skip(str(exc))

@@ -1,0 +1,67 @@
+"""Real test users on this machine, created by the fixtures (never by hand).
+
+Multi-user tests (authorization, jobs run as their owners) need real accounts:
+``ensure_test_users()`` creates them with useradd when the tests run as root (CI
+does) and returns their records; without root it raises ``Unavailable`` with the
+reason, which the fixtures turn into a skip.  The accounts are left in place after
+the run (creating them again costs a fork of useradd each), and their names start
+with ``plurmt`` so that they never collide with real users.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+GROUP = "plurmtgrp"  # a supplementary group both test users are in
+USERS = ("plurmta", "plurmtb")
+
+
+class Unavailable(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class TestUser:
+    name: str
+    uid: int
+    gid: int
+    home: str
+    groups: tuple[int, ...]  # every gid the user is in, primary first
+
+    __test__ = False  # not a pytest test class
+
+
+def _record(name: str) -> TestUser:
+    entry = pwd.getpwnam(name)
+    groups = os.getgrouplist(name, entry.pw_gid)
+    return TestUser(name, entry.pw_uid, entry.pw_gid, entry.pw_dir,
+                    tuple([entry.pw_gid] + [g for g in groups if g != entry.pw_gid]))
+
+
+def ensure_test_users() -> dict[str, TestUser]:
+    """plurmta and plurmtb, each with a primary group of its own and in plurmtgrp."""
+    if os.geteuid() != 0:
+        raise Unavailable("creating test users needs root (CI runs as root)")
+    if shutil.which("useradd") is None:
+        raise Unavailable("useradd is not installed")
+    try:
+        grp.getgrnam(GROUP)
+    except KeyError:
+        subprocess.run(["groupadd", GROUP], check=True, capture_output=True)
+    for name in USERS:
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "--create-home", "--user-group", "--groups", GROUP,
+                            "--shell", "/bin/sh", name], check=True, capture_output=True)
+    return {name: _record(name) for name in USERS}
+
+
+def as_user(user: TestUser) -> dict:
+    """subprocess keyword arguments that run a command as ``user`` (uid, gid, groups, umask)."""
+    return {"user": user.uid, "group": user.gid, "extra_groups": list(user.groups), "umask": 0o022}
