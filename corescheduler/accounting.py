@@ -6,6 +6,7 @@ from typing import Any
 
 from plurm.wire import model, protocol
 from plurm.corescheduler.core import ClusterCore, parse_task_ids
+from plurm.corescheduler.identity import Identity
 from plurm.corescheduler.store import StateStore
 
 
@@ -32,7 +33,7 @@ def _matches(job: model.Job, msg: protocol.AcctQuery, wanted: list[tuple[int, se
     return True
 
 
-def query(store: StateStore, core: ClusterCore, msg: protocol.AcctQuery) -> dict[str, Any]:
+def query(store: StateStore, core: ClusterCore, msg: protocol.AcctQuery, who: Identity | None = None) -> dict[str, Any]:
     wanted: list[tuple[int, set[int] | None]] = []
     for spec in msg.job_ids:
         base, sep, tasks = spec.partition(".")[0].partition("_")

@@ -247,11 +247,11 @@ class Controller:
         return self.service.submit(msg, self._who(header), time.time())
 
     def on_job_info(self, header: dict, msg: protocol.JobInfoRequest, ident: bytes) -> Any:
-        return protocol.encode({"jobs": self.service.job_info(msg), "now": time.time(),
+        return protocol.encode({"jobs": self.service.job_info(msg, self._who(header)), "now": time.time(),
                                 "cluster": self.core.cluster_name})
 
     def on_node_info(self, header: dict, msg: protocol.NodeInfoRequest, ident: bytes) -> Any:
-        return protocol.encode(dict(self.service.node_info(msg), now=time.time(), cluster=self.core.cluster_name))
+        return protocol.encode(dict(self.service.node_info(msg, self._who(header)), now=time.time(), cluster=self.core.cluster_name))
 
     def on_cancel(self, header: dict, msg: protocol.CancelJob, ident: bytes) -> Any:
         return self.service.cancel(msg, self._who(header), time.time())
@@ -275,17 +275,17 @@ class Controller:
         from plurm.corescheduler.accounting import query
 
         self.apply_effects()  # sacct reads the store: let it see this turn's changes
-        return protocol.encode(query(self.store, self.core, msg))
+        return protocol.encode(query(self.store, self.core, msg, self._who(header)))
 
     def on_priority_factors(self, header: dict, msg: protocol.PriorityFactorsRequest, ident: bytes) -> Any:
         return protocol.encode(self.service.priority_factors(msg, self.conf.get("PriorityType") or "priority/basic",
-                                                             time.time()))
+                                                             time.time(), self._who(header)))
 
     def on_acctmgr(self, header: dict, msg: protocol.AcctMgr, ident: bytes) -> Any:
         return self.service.acctmgr(msg, self._who(header), time.time())
 
     def on_share_info(self, header: dict, msg: protocol.ShareInfoRequest, ident: bytes) -> Any:
-        return self.service.share_info(time.time())
+        return self.service.share_info(time.time(), self._who(header))
 
     def on_config(self, header: dict, msg: protocol.ConfigRequest, ident: bytes) -> Any:
         return {"options": self.conf.options, "path": self.conf_path, "cluster": self.core.cluster_name}

@@ -48,7 +48,7 @@ class Service:
                     "warnings": warnings}
         return {"job_id": job.job_id, "warnings": warnings}
 
-    def job_info(self, msg: protocol.JobInfoRequest) -> list[Job]:
+    def job_info(self, msg: protocol.JobInfoRequest, who: Identity | None = None) -> list[Job]:
         jobs = list(self.core.jobs.values())
         if msg.job_ids:
             wanted: dict[int, Job] = {}
@@ -74,7 +74,7 @@ class Service:
             jobs = [j for j in jobs if j.spec.name in names]
         return jobs
 
-    def node_info(self, msg: protocol.NodeInfoRequest) -> dict[str, Any]:
+    def node_info(self, msg: protocol.NodeInfoRequest, who: Identity | None = None) -> dict[str, Any]:
         nodes = []
         for node in self.core.nodes.values():
             if msg.nodes and node.name not in msg.nodes:
@@ -170,7 +170,7 @@ class Service:
 
     # ------------------------------------------------------------------ priorities and associations
     def priority_factors(self, msg: protocol.PriorityFactorsRequest, priority_type: str,
-                         now: float) -> protocol.PriorityFactorsReply:
+                         now: float, who: Identity | None = None) -> protocol.PriorityFactorsReply:
         weights = getattr(self.core.priority_policy, "weights", None)
         by_factor = getattr(weights, "by_factor", None)
         return protocol.PriorityFactorsReply(
@@ -212,7 +212,7 @@ class Service:
         return {"accounts": book.accounts(), "users": book.users(), "qos": book.qos(), "links": book.links(),
                 "cluster": self.core.cluster_name}
 
-    def share_info(self, now: float) -> dict[str, Any]:
+    def share_info(self, now: float, who: Identity | None = None) -> dict[str, Any]:
         return {"shares": [protocol.to_builtins(s) for s in self.core.accounts.shares(now)]}
 
 
