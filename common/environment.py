@@ -181,3 +181,48 @@ def task_environment(base: dict[str, str], *, job_id: int, step_id: int, rank: i
     })
     env["SLURM_TASK_PID"] = str(os.getpid())
     return env
+
+
+# ----------------------------------------------------------------- the job's owner
+DEFAULT_UMASK = 0o022
+
+
+def submit_umask(env: dict[str, str]) -> int:
+    """The umask the job was submitted with: SLURM_UMASK (octal, as sbatch and srun export it)."""
+    text = env.get("SLURM_UMASK", "")
+    try:
+        value = int(text, 8)
+    except ValueError:
+        return DEFAULT_UMASK
+    return value if 0 <= value <= 0o777 else DEFAULT_UMASK
+
+
+def export_mode(env: dict[str, str]) -> str:
+    """--export as the job carries it (SLURM_EXPORT_ENV): ALL, NONE, NIL, or "list"."""
+    spec = env.get("SLURM_EXPORT_ENV", "ALL").strip()
+    first = spec.split(",", 1)[0].upper()
+    if first in ("NONE", "NIL"):
+        return first
+    return "ALL" if first in ("ALL", "") else "list"
+
+
+def owner_variables(env: dict[str, str], *, user: str, home: str, shell: str) -> dict[str, str]:
+    """HOME, USER, LOGNAME (and SHELL) of the job's owner, by --export's rules (sbatch(1)).
+
+    NONE: Slurm loads the user's login environment on the node (as --get-user-env),
+    so the passwd entry's values win.  NIL: nothing of the user's environment is
+    created.  ALL and lists: the submitted values stay; missing ones come from passwd.
+    """
+    out = dict(env)
+    mode = export_mode(env)
+    if mode == "NIL":
+        return out
+    values = {"HOME": home, "USER": user, "LOGNAME": user}
+    if mode == "NONE":
+        values["SHELL"] = shell or "/bin/sh"
+        out.update(values)
+        out.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    else:
+        for name, value in values.items():
+            out.setdefault(name, value)
+    return out

@@ -1,9 +1,21 @@
-"""Starting a job's processes on a node: the batch script, and step daemons.
+"""Starting a job's processes on a node, as the job's owner: the batch script, and step daemons.
 
-The batch script is written to the node's spool directory and executed
-directly, so the kernel honours its ``#!`` line, in a session of its own
-(its process group is what cancel and time limits signal).  Steps run under
-``python -m plurm.nodeagent.stepd``, which owns the tasks and their I/O.
+Every process of a job runs with its owner's uid, gid and groups (initgroups: the
+user's groups from the group database) and the umask it was submitted with
+(SLURM_UMASK); the kernel switches user in the child (subprocess's ``user``,
+``group``, ``extra_groups``, ``umask``), never a preexec_fn.  The job's files are
+opened after the switch, by the job's own shell: ``-i``, ``-o``, ``-e`` and
+``--chdir`` get the owner's permissions, and new output files belong to the owner.
+
+The batch script is written to the node's spool directory and executed by a
+small ``/bin/sh`` wrapper (paths are its positional arguments, never part of its
+text) that opens the files, changes directory (to /tmp, as slurmstepd does, when
+it cannot), runs the TaskProlog, and execs the script, so the kernel honours its
+``#!`` line, in a session of its own (its process group is what cancel and time
+limits signal) with SLURM_TASK_PID its own pid.  A file that cannot be opened
+fails the launch (LaunchError).  Steps run under ``python -m
+plurm.nodeagent.stepd`` (as plurmd's user, like slurmstepd), which starts each
+task through the same wrapper as the owner.
 """
 
 from __future__ import annotations
@@ -11,40 +23,142 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import select
+import signal
 import subprocess
 import sys
+import time
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from plurm.wire import protocol
 from plurm.common import environment
 from plurm.nodeagent import filenames
+from plurm.nodeagent.prolog import TASK_PROLOG_SH
+
+UNKNOWN_USER = "User not found on host"  # Slurm's text for a uid the node does not know
+OPEN_WAIT_S = 10.0  # how long a launch waits for the job's shell to open its files
 
 
 class LaunchError(Exception):
     pass
 
 
-def _as_user(uid: int, gid: int):
-    """preexec_fn that drops to the job's user when plurmd runs as root."""
-    if os.getuid() != 0 or uid == 0:
-        return None
+@dataclass(frozen=True)
+class Owner:
+    """Whom a job's processes run as."""
 
-    def switch() -> None:
-        name = pwd.getpwuid(uid).pw_name
-        os.initgroups(name, gid)
-        os.setgid(gid)
-        os.setuid(uid)
+    uid: int
+    gid: int
+    name: str
+    home: str
+    shell: str
+    groups: tuple[int, ...]
+    umask: int
+    switch: bool  # False: plurmd is not root and runs its own user's jobs as itself
 
-    return switch
+    def popen_kwargs(self) -> dict[str, Any]:
+        if not self.switch:
+            return {"umask": self.umask}
+        return {"user": self.uid, "group": self.gid, "extra_groups": list(self.groups), "umask": self.umask}
+
+    def environment(self, env: dict[str, str]) -> dict[str, str]:
+        return environment.owner_variables(env, user=self.name, home=self.home, shell=self.shell)
+
+    def to_payload(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_payload(cls, data: dict[str, Any]) -> Owner:
+        return cls(**{**data, "groups": tuple(data["groups"])})
 
 
-def _open_for(path: str, mode: str, uid: int, gid: int):
-    """Open a job's output file; a root plurmd hands a new file to the job's user."""
-    existed = os.path.exists(path)
-    handle = open(path, mode + "b")
-    if os.getuid() == 0 and uid != 0 and not existed:
-        os.fchown(handle.fileno(), uid, gid)
-    return handle
+def owner_of(uid: int, gid: int, env: dict[str, str], job_uid: int | None = None) -> Owner:
+    """The job's owner on this node, or LaunchError when this node cannot run as them."""
+    if job_uid is not None and job_uid != uid:
+        raise LaunchError(f"launch request for uid {uid} does not match the job's owner (uid {job_uid})")
+    try:
+        entry = pwd.getpwuid(uid)
+    except KeyError:
+        raise LaunchError(UNKNOWN_USER) from None
+    me = os.geteuid()
+    if me != 0 and uid != me:
+        raise LaunchError(f"plurmd runs as uid {me}, not root: it runs only that user's jobs, "
+                          f"not those of {entry.pw_name} (uid {uid})")
+    groups = os.getgrouplist(entry.pw_name, gid) if me == 0 else os.getgroups()
+    ordered = tuple(dict.fromkeys([gid, *groups]))
+    return Owner(uid, gid, entry.pw_name, entry.pw_dir, entry.pw_shell, ordered,
+                 environment.submit_umask(env), switch=me == 0)
+
+
+# ----------------------------------------------------------------- the job's shell
+# $__plurm_wd: the directory to work in.  Slurm's slurmstepd goes to /tmp when it cannot.
+CHDIR_SH = r'''
+cd -- "$__plurm_wd" 2>/dev/null || {
+  if [ -e "$__plurm_wd" ]; then
+    if [ -d "$__plurm_wd" ]; then __plurm_r='Permission denied'; else __plurm_r='Not a directory'; fi
+  else
+    __plurm_p=${__plurm_wd%/*}
+    if [ -n "$__plurm_p" ] && [ -d "$__plurm_p" ] && ! [ -x "$__plurm_p" ]; then
+      __plurm_r='Permission denied'
+    else
+      __plurm_r='No such file or directory'
+    fi
+  fi
+  printf "slurmstepd: error: couldn't chdir to \`%s': %s: going to /tmp instead\n" "$__plurm_wd" "$__plurm_r" >&2
+  cd /tmp || { echo "slurmstepd: error: couldn't chdir to /tmp either. dying." >&2; exit 1; }
+}
+unset __plurm_wd __plurm_r __plurm_p
+SLURM_TASK_PID=$$
+export SLURM_TASK_PID
+'''
+
+# Batch: $1 directory, $2 stdin, $3 stdout, $4 stderr ("": with stdout), $5 open mode,
+# $6 TaskProlog (""), then the script and its arguments.  stderr is a pipe to plurmd until
+# the files are open: a failure is the shell's message and a marker naming the stream.
+BATCH_SH = r'''__plurm_wd=$1 __plurm_tp=$6
+command exec <"$2" || { echo '@plurm-open stdin' >&2; exit 1; }
+if [ "$5" = append ]; then command exec >>"$3"; else command exec >"$3"; fi || {
+  echo '@plurm-open stdout' >&2; exit 1; }
+if [ -z "$4" ]; then command exec 2>&1
+elif [ "$5" = append ]; then command exec 2>>"$4"
+else command exec 2>"$4"
+fi || { echo '@plurm-open stderr' >&2; exit 1; }
+shift 6
+''' + CHDIR_SH + TASK_PROLOG_SH + 'exec "$@"\n'
+
+# A task of a step: $1 directory, $2 TaskProlog (""), then the command (stdio: stepd's pipes).
+TASK_SH = r'''__plurm_wd=$1 __plurm_tp=$2
+shift 2
+''' + CHDIR_SH + TASK_PROLOG_SH + r'''
+command -v -- "$1" >/dev/null 2>&1 || {
+  printf 'slurmstepd: error: execve(): %s: No such file or directory\n' "$1" >&2; exit 2; }
+exec "$@"
+'''
+
+# The shells' words for ENOENT (dash) as strerror says it.
+_SHELL_REASONS = {"No such file": "No such file or directory", "Directory nonexistent": "No such file or directory"}
+
+
+def _ignored(signum: int, frame: Any) -> None:
+    """A handler that does nothing: unlike SIG_IGN, exec resets it to the default."""
+
+
+def _default_on_exec() -> None:
+    """Signals this process ignores (stepd: SIGTERM, SIGINT) must reach its tasks."""
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        if signal.getsignal(signum) == signal.SIG_IGN:
+            signal.signal(signum, _ignored)
+
+
+def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: Owner,
+               task_prolog: str | None = None) -> subprocess.Popen:
+    """One task of a step, as its owner, its output on pipes (stepd reads them)."""
+    _default_on_exec()
+    return subprocess.Popen(["/bin/sh", "-c", TASK_SH, "slurmstepd", work_dir, task_prolog or "", *argv],
+                            cwd="/", env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, close_fds=True, restore_signals=True,
+                            **owner.popen_kwargs())
 
 
 def output_paths(msg: protocol.LaunchJob, node_name: str) -> tuple[str, str, str]:
@@ -60,51 +174,91 @@ def output_paths(msg: protocol.LaunchJob, node_name: str) -> tuple[str, str, str
             filenames.resolve(inp, msg.work_dir))
 
 
-def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict[str, Any],
-                binding: Any = environment.default_binding) -> subprocess.Popen:
+def _write_script(msg: protocol.LaunchJob, spool: str, owner: Owner) -> str:
     job_dir = os.path.join(spool, f"job{msg.job_id:05d}")
-    os.makedirs(job_dir, exist_ok=True)
+    os.makedirs(job_dir, mode=0o700, exist_ok=True)
     script_path = os.path.join(job_dir, "slurm_script")
     with open(script_path, "w", encoding="utf-8") as handle:
         handle.write(msg.script)
-    os.chmod(script_path, 0o755)
-    if os.getuid() == 0 and msg.uid != 0:
-        os.chown(job_dir, msg.uid, msg.gid)
-        os.chown(script_path, msg.uid, msg.gid)
-    env = environment.batch_environment(msg.job, msg.environment, node_name, binding=binding, **where)
-    # SLURM_TASK_PID is the script's own pid: exec keeps the pid of the process
-    # plurmd forks, so a tiny sh wrapper sets it and execs the script.
-    out_path, err_path, in_path = output_paths(msg, node_name)
-    mode = "a" if msg.open_mode == "append" else "w"
+    os.chmod(script_path, 0o700)
+    if owner.switch and owner.uid != os.geteuid():
+        os.chown(script_path, owner.uid, owner.gid)
+        os.chown(job_dir, owner.uid, owner.gid)
+    os.chmod(job_dir, 0o700)
+    return script_path
+
+
+def _read_until_closed(fd: int, proc: subprocess.Popen, wait_s: float) -> str:
+    """What the job's shell says before it moves stderr to the job's file (EOF)."""
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + wait_s
     try:
-        stdout = _open_for(out_path, mode, msg.uid, msg.gid)
-        stderr = stdout if err_path == out_path else _open_for(err_path, mode, msg.uid, msg.gid)
-        stdin = open(in_path, "rb")
-    except OSError as exc:
-        raise LaunchError(f"cannot open {exc.filename}: {exc.strerror}") from None
-    cwd = msg.work_dir if os.path.isdir(msg.work_dir) else "/tmp"
-    try:
-        proc = subprocess.Popen(["/bin/sh", "-c", 'SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec "$0" "$@"',
-                                 script_path, *msg.args], cwd=cwd, env=env, stdin=stdin, stdout=stdout,
-                                stderr=stderr, start_new_session=True, close_fds=True,
-                                preexec_fn=_as_user(msg.uid, msg.gid))
-    except OSError as exc:
-        stderr.write(f"slurmstepd: error: execve(): {script_path}: {exc.strerror}\n".encode())
-        raise LaunchError(str(exc)) from None
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break  # a file that blocks on open (a FIFO): the job goes on, plurmd does too
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                continue
+            data = os.read(fd, 65536)
+            if not data:
+                break
+            chunks.append(data)
     finally:
-        stdout.close()
-        if stderr is not stdout:
-            stderr.close()
-        stdin.close()
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def _open_failure(said: str, paths: dict[str, str]) -> str | None:
+    lines = said.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("@plurm-open "):
+            stream = line.split()[1]
+            reason = lines[i - 1].rsplit(": ", 1)[-1] if i else "failed"
+            return f"Could not open {stream} file {paths[stream]}: {_SHELL_REASONS.get(reason, reason)}"
+    return None
+
+
+def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict[str, Any],
+                binding: Any = environment.default_binding, task_prolog: str | None = None) -> subprocess.Popen:
+    owner = owner_of(msg.uid, msg.gid, msg.environment, msg.job.get("spec", {}).get("user_id"))
+    script_path = _write_script(msg, spool, owner)
+    env = environment.batch_environment(msg.job, msg.environment, node_name, binding=binding, **where)
+    env.pop("SLURM_UMASK", None)  # applied, not shown to the script (as slurmstepd does)
+    env = owner.environment(env)
+    out_path, err_path, in_path = output_paths(msg, node_name)
+    mode = "append" if msg.open_mode == "append" else "truncate"
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen(["/bin/sh", "-c", BATCH_SH, "slurmstepd", msg.work_dir, in_path, out_path,
+                                 "" if err_path == out_path else err_path, mode, task_prolog or "",
+                                 script_path, *msg.args],
+                                cwd="/", env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=write_end, start_new_session=True, close_fds=True,
+                                **owner.popen_kwargs())
+    except OSError as exc:
+        os.close(read_end)
+        raise LaunchError(f"cannot start the job's shell: {exc.strerror}") from None
+    finally:
+        os.close(write_end)
+    said = _read_until_closed(read_end, proc, OPEN_WAIT_S)
+    failure = _open_failure(said, {"stdin": in_path, "stdout": out_path, "stderr": err_path})
+    if failure is not None:
+        proc.wait()
+        raise LaunchError(failure)
     return proc
 
 
-def start_stepd(msg: protocol.LaunchTasks, node_name: str, spool: str, key_path: str) -> subprocess.Popen:
-    payload = json.dumps({"msg": protocol.to_builtins(msg), "node": node_name, "key_path": key_path})
+def start_stepd(msg: protocol.LaunchTasks, node_name: str, spool: str, key_path: str,
+                task_prolog: str | None = None) -> subprocess.Popen:
+    """The step's plurmstepd, as plurmd's user; it starts the tasks as their owner."""
+    owner = owner_of(msg.uid, msg.gid, msg.environment)
+    msg.environment = owner.environment(msg.environment)
+    payload = json.dumps({"msg": protocol.to_builtins(msg), "node": node_name, "key_path": key_path,
+                          "owner": owner.to_payload(), "task_prolog": task_prolog})
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     proc = subprocess.Popen([sys.executable, "-m", "plurm.nodeagent.stepd"], stdin=subprocess.PIPE,
-                            cwd=spool, env=env, start_new_session=True, close_fds=True,
-                            preexec_fn=_as_user(msg.uid, msg.gid))
+                            cwd=spool, env=env, start_new_session=True, close_fds=True)
     assert proc.stdin is not None
     proc.stdin.write(payload.encode())
     proc.stdin.close()

@@ -20,6 +20,7 @@ import zmq
 
 from plurm.wire import envelope
 from plurm.common import environment
+from plurm.nodeagent import launch
 
 
 def main() -> int:
@@ -46,13 +47,10 @@ def main() -> int:
             msg["environment"], job_id=msg["job_id"], step_id=msg["step_id"], rank=rank, local_id=local_id,
             node_id=msg["node_id"], ntasks=msg["ntasks"], nodelist=msg["nodelist"],
             tasks_per_node=msg["tasks_per_node"], node_task_ids=task_ids, node_name=node_name)
-        cwd = msg["work_dir"] if os.path.isdir(msg["work_dir"]) else "/tmp"
         try:
-            proc = subprocess.Popen(msg["argv"], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
-                                    restore_signals=True,
-                                    preexec_fn=lambda: (signal.signal(signal.SIGTERM, signal.SIG_DFL),
-                                                        signal.signal(signal.SIGINT, signal.SIG_DFL)))
+            # As the job's owner: the directory, TaskProlog and exec happen after the switch.
+            proc = launch.start_task(msg["argv"], env, msg["work_dir"], launch.Owner.from_payload(payload["owner"]),
+                                     payload.get("task_prolog"))
         except OSError as exc:
             text = f"slurmstepd: error: execve(): {msg['argv'][0]}: {exc.strerror}\n"
             send("task_output", {"task": rank, "stream": 2, "data": text})

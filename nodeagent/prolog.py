@@ -1,0 +1,204 @@
+"""Prolog, Epilog and TaskProlog (slurm.conf), as slurmd and slurmstepd run them.
+
+- ``Prolog`` runs on the job's node as the user plurmd runs as (root, normally)
+  before the job's first process; a failing Prolog drains the node ("Prolog
+  error") and the job does not start.
+- ``Epilog`` runs likewise after the job's processes on the node have ended; a
+  failing Epilog drains the node ("Epilog error").
+- ``TaskProlog`` runs as the job's owner before each task (and the batch
+  script), in the task's environment and directory.  Lines of its standard
+  output ``export NAME=value`` set a variable of the task, ``unset NAME``
+  removes one, ``print ...`` writes the rest of the line to the task's
+  standard output (https://slurm.schedmd.com/prolog_epilog.html).  A failing
+  TaskProlog cancels the task.
+
+Prolog and Epilog get no search path and none of plurmd's environment: only
+the job's variables (SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_UID, ...,
+SLURMD_NODENAME, SLURM_SCRIPT_CONTEXT=prolog_slurmd|epilog_slurmd).  A value
+may be a glob (``/etc/slurm/prolog.d/*``): the files run in name order and the
+first failure stops them.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from plurm.common import environment
+from plurm.grammar.hostlist import compress
+
+log = logging.getLogger("plurmd")
+
+PROLOG_REASON = "Prolog error"  # the drain reasons slurmctld records (sinfo -R)
+EPILOG_REASON = "Epilog error"
+
+
+@dataclass
+class NodeScripts:
+    """The node's Prolog/Epilog/TaskProlog settings, and the jobs whose Prolog ran here."""
+
+    prolog: str | None = None
+    epilog: str | None = None
+    task_prolog: str | None = None
+    timeout: float | None = None  # PrologEpilogTimeout; None: wait as long as they take
+    epilogs: dict[int, dict[str, str]] = field(default_factory=dict)  # job id -> its Epilog's environment
+
+    @classmethod
+    def from_conf(cls, conf: Any) -> NodeScripts:
+        timeout = conf.get("PrologEpilogTimeout")
+        try:
+            seconds = float(timeout) if timeout else None
+        except ValueError:
+            seconds = None
+        return cls(prolog=conf.get("Prolog") or None, epilog=conf.get("Epilog") or None,
+                   task_prolog=conf.get("TaskProlog") or None,
+                   timeout=seconds if seconds and seconds < 65534 else None)
+
+    @classmethod
+    def of(cls, daemon: Any) -> NodeScripts:
+        """The node daemon's settings, read from its slurm.conf once."""
+        scripts = getattr(daemon, "_node_scripts", None)
+        if scripts is None:
+            scripts = cls.from_conf(daemon.conf)
+            daemon._node_scripts = scripts
+        return scripts
+
+
+    def run_prolog(self, job: dict[str, Any], node: str, conf_path: str, where: dict[str, Any],
+                   binding: Callable[[str, list[int]], dict[str, str]] | None = environment.default_binding
+                   ) -> str | None:
+        """Before the job's first process here: None when it may start; else the node is drained."""
+        env = script_environment(job, node, "prolog_slurmd", binding=binding, **where)
+        self.epilogs[job["job_id"]] = {**env, "SLURM_SCRIPT_CONTEXT": "epilog_slurmd"}
+        failure = run(self.prolog, env, self.timeout, "prolog")
+        if failure is not None:
+            log.error("job %s: %s; draining %s", job["job_id"], failure, node)
+            drain(conf_path, node, PROLOG_REASON)
+        return failure
+
+    def run_epilog(self, job_id: int, node: str, conf_path: str) -> str | None:
+        """After the job's processes here have ended (once per job); a failure drains the node."""
+        env = self.epilogs.pop(job_id, None)
+        if env is None:
+            return None
+        failure = run(self.epilog, env, self.timeout, "epilog")
+        if failure is not None:
+            log.error("job %s: %s; draining %s", job_id, failure, node)
+            drain(conf_path, node, EPILOG_REASON)
+        return failure
+
+
+def script_environment(job: dict[str, Any], node_name: str, context: str, *, cluster: str, conf_path: str,
+                       binding: Callable[[str, list[int]], dict[str, str]] | None = environment.default_binding,
+                       **_where: Any) -> dict[str, str]:
+    """What slurmd gives its Prolog and Epilog: the job's identity, and no search path."""
+    spec = job.get("spec", {})
+    nodes: list[str] = job.get("nodes", [])
+    env = {
+        "SLURMD_NODENAME": node_name,
+        "SLURM_CLUSTER_NAME": cluster,
+        "SLURM_CONF": conf_path,
+        "SLURM_JOBID": str(job["job_id"]),
+        "SLURM_JOB_ID": str(job["job_id"]),
+        "SLURM_JOB_UID": str(spec.get("user_id", 0)),
+        "SLURM_JOB_GID": str(spec.get("group_id", 0)),
+        "SLURM_JOB_USER": spec.get("user", ""),
+        "SLURM_JOB_PARTITION": job.get("partition", ""),
+        "SLURM_JOB_NODELIST": compress(nodes),
+        "SLURM_SCRIPT_CONTEXT": context,
+    }
+    if spec.get("constraint"):
+        env["SLURM_JOB_CONSTRAINTS"] = spec["constraint"]
+    if job.get("array_job_id") is not None:
+        env["SLURM_ARRAY_JOB_ID"] = str(job["array_job_id"])
+        env["SLURM_ARRAY_TASK_ID"] = str(job.get("array_task_id"))
+    if node_name in nodes:
+        env.update(environment.gpu_variables(job, nodes.index(node_name), binding=binding))
+    return env
+
+
+def _programs(spec: str) -> list[str]:
+    if any(c in spec for c in "*?["):
+        return sorted(glob.glob(spec))
+    return [spec]
+
+
+def run(spec: str | None, env: dict[str, str], timeout: float | None = None, what: str = "prolog") -> str | None:
+    """Run a Prolog or Epilog (every file of a glob); None when all succeed, else why not."""
+    if not spec:
+        return None
+    for program in _programs(spec):
+        try:
+            done = subprocess.run([program], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, cwd="/", timeout=timeout, close_fds=True)
+        except subprocess.TimeoutExpired:
+            return f"{what} {program} timed out after {timeout:g} s"
+        except OSError as exc:
+            return f"{what} {program}: {exc.strerror}"
+        if done.stdout:
+            log.info("%s %s: %s", what, program, done.stdout.decode("utf-8", "replace").rstrip())
+        if done.returncode:
+            how = f"signal {-done.returncode}" if done.returncode < 0 else f"status {done.returncode}"
+            return f"{what} {program} failed: {how}"
+    return None
+
+
+def drain(conf_path: str, node: str, reason: str) -> threading.Thread:
+    """Ask the controller to drain this node (as `scontrol update state=drain` does), in a thread."""
+
+    def send() -> None:
+        from plurm.wire.client import ClientError, Connection, read_settings
+
+        try:
+            conn = Connection(read_settings(conf_path), timeout=10.0)
+            try:
+                conn.request("update_node", {"nodes": [node], "state": "DRAIN", "reason": reason})
+            finally:
+                conn.close()
+        except (ClientError, OSError) as exc:
+            log.error("could not drain %s (%s): %s", node, reason, exc)
+
+    thread = threading.Thread(target=send, name="drain", daemon=True)
+    thread.start()
+    return thread
+
+
+# The TaskProlog, inside the shell that starts a task as its owner (launch.py): it runs
+# the program named by $__plurm_tp and applies its output to this shell before the exec.
+# Names are checked (no assignment through a malformed line); values are taken as they
+# are, never evaluated.  Every helper variable is unset before the task starts.
+TASK_PROLOG_SH = r'''
+if [ -n "$__plurm_tp" ]; then
+  __plurm_o=$(SLURM_SCRIPT_CONTEXT=prolog_task "$__plurm_tp") || {
+    __plurm_s=$?
+    printf 'slurmstepd: error: TaskProlog failed status=%d\n' "$__plurm_s" >&2
+    exit "$__plurm_s"
+  }
+  while IFS= read -r __plurm_l; do
+    case $__plurm_l in
+    "export "*)
+      __plurm_v=${__plurm_l#export }
+      __plurm_n=${__plurm_v%%=*}
+      case $__plurm_n in
+      ''|[0-9]*|*[!A-Za-z0-9_]*) ;;
+      *) [ "$__plurm_n" = "$__plurm_v" ] || command export "$__plurm_n=${__plurm_v#*=}" ;;
+      esac ;;
+    "unset "*)
+      __plurm_n=${__plurm_l#unset }
+      case $__plurm_n in
+      ''|[0-9]*|*[!A-Za-z0-9_]*) ;;
+      *) command unset "$__plurm_n" ;;
+      esac ;;
+    "print "*) printf '%s\n' "${__plurm_l#print }" ;;
+    esac
+  done <<__PLURM_END__
+$__plurm_o
+__PLURM_END__
+fi
+unset __plurm_tp __plurm_o __plurm_l __plurm_v __plurm_n
+'''
