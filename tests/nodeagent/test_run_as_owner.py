@@ -315,3 +315,4 @@ def test_a_job_of_roots_still_runs_as_root(cluster: Cluster, workdir: Path) -> N
     assert out.read_text().split()[:2] == ["0", "0"]
     assert os.stat(out).st_uid == 0
     assert root.pw_name in out.read_text() or os.environ.get("USER", "") in out.read_text()
+
