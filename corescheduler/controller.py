@@ -1,12 +1,17 @@
 """plurmctld: the controller daemon.
 
 One ZeroMQ ROUTER socket on SlurmctldPort serves the user commands and the
-node daemons alike (plurmd connects a DEALER whose routing id is
-``node:NAME``, so the controller can send it launches).  The loop:
+node daemons alike.  A message is acted on only as the uid its credential proves
+(wire/auth.py), never as the uid it claims.  plurmd connects a DEALER whose routing
+id is ``node:NAME:RANDOM``; the controller sends a node's launches only to the routing
+id that last spoke for that node with a daemon's credential (root, SlurmUser,
+SlurmdUser), so a peer that merely names itself after a node receives nothing.
+The loop:
 
 1. drain the messages that are waiting (a bounded batch);
 2. handle each through the dispatch table; bad messages get an error reply,
-   unauthenticated ones are dropped; a failing handler never stops the loop;
+   unauthenticated ones are dropped (and logged, at a bounded rate); a failing
+   handler never stops the loop;
 3. run the scheduler if something changed;
 4. commit the state store, then send every reply and node message of this
    turn (so nothing is acknowledged before it is durable: group commit);
@@ -30,8 +35,10 @@ from typing import Any
 
 import zmq
 
-from plurm.wire import model, protocol, envelope
-from plurm.wire.client import key_path_for
+from plurm.common.ratelimit import RateLimitedLog
+from plurm.wire import auth, authtype, envelope, model, protocol, stepcred
+from plurm.wire.hardening import bind_address, harden
+from plurm.wire.client import daemon_uids, key_path_for
 from plurm.corescheduler.configure import core_from_conf, decay_half_life
 from plurm.corescheduler.dependency import dependency_targets
 from plurm.corescheduler.directory import Directory
@@ -45,6 +52,10 @@ log = logging.getLogger("plurmctld")
 NODE_PREFIX = b"node:"
 BATCH_LIMIT = 512
 TICK_S = 0.5
+# Messages only these senders may send (node daemons reporting).
+NODE_MESSAGES = frozenset({"node_register", "node_ping", "job_ended"})
+# Messages anyone may send, even a uid the user database does not know.
+OPEN_MESSAGES = frozenset({"ping", "config"})
 
 
 class Controller:
@@ -55,7 +66,11 @@ class Controller:
         self.conf = load_slurm_conf(self.conf_path)
         for warning in self.conf.warnings:
             log.warning("%s", warning)
-        self.key = envelope.load_key(key_path_for(self.conf_path))
+        self.auth = authtype.load(self.conf.get("AuthType"), key_path_for(self.conf_path), self.conf.get("AuthInfo"))
+        self.daemon_uids = daemon_uids([u for u in (self.conf.get("SlurmUser"), self.conf.get("SlurmdUser")) if u]
+                                       + [str(os.getuid())])
+        self.node_routes: dict[str, bytes] = {}  # node -> routing id its daemon last spoke from
+        self.log_limit = RateLimitedLog(log)
         state_dir = self.conf.state_save_location or os.path.join(os.path.dirname(self.conf_path), "state")
         os.makedirs(state_dir, exist_ok=True)
         db_path = os.path.join(state_dir, "plurm_state.db")
@@ -79,11 +94,10 @@ class Controller:
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 1000)
-        self.sock.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a restarted plurmd takes its routing id back
         self.sock.setsockopt(zmq.SNDHWM, 100000)
-        self.sock.setsockopt(zmq.RCVHWM, 100000)
-        bind_addr = "0.0.0.0" if self.conf.slurmctld_addr not in ("127.0.0.1", "localhost") else "127.0.0.1"
-        self.sock.bind(f"tcp://{bind_addr}:{self.conf.slurmctld_port}")
+        harden(self.sock)
+        self.bind_addr = bind_address(self.conf.slurmctld_addr)
+        self.sock.bind(f"tcp://{self.bind_addr}:{self.conf.slurmctld_port}")
         self.outbox: list[list[bytes]] = []
         self.running = True
         self.handlers: dict[str, Callable[[dict, Any, bytes], Any]] = {
@@ -106,8 +120,8 @@ class Controller:
             "node_ping": self.on_node_ping,
             "job_ended": self.on_job_ended,
         }
-        log.info("plurmctld listening on port %s, %d nodes, %d jobs restored",
-                 self.conf.slurmctld_port, len(self.core.nodes), len(self.core.jobs))
+        log.info("plurmctld listening on %s:%s (%s), %d nodes, %d jobs restored", self.bind_addr,
+                 self.conf.slurmctld_port, self.auth.name, len(self.core.nodes), len(self.core.jobs))
 
     # ------------------------------------------------------------------ applying decisions
     def _seed_archive(self, job_ids: set[int]) -> None:
@@ -127,22 +141,25 @@ class Controller:
     # ------------------------------------------------------------------ transport
     def reply(self, ident: bytes, header: dict, body: Any) -> None:
         payload = body if isinstance(body, bytes) else protocol.encode(body)
-        self.outbox.append([ident, b""] + envelope.seal_raw(self.key, "reply", payload, header.get("id")))
+        self.outbox.append([ident, b""] + envelope.seal_raw(self.auth, "reply", payload, header.get("id")))
 
     def reply_error(self, ident: bytes, parent: str | None, message: str, code: str,
                     detail: str | None = None) -> None:
         body = {"message": message, "code": code}
         if detail:
             body["detail"] = detail
-        self.outbox.append([ident, b""] + envelope.seal(self.key, "error", body, parent))
+        self.outbox.append([ident, b""] + envelope.seal(self.auth, "error", body, parent))
 
     def send_node(self, out: Outgoing) -> None:
         body = out.body
         if out.msg_type == "launch_job":  # the core keeps no scripts: they are the store's
             script, environment = self.store.get_script(body["job_id"])
             body = dict(body, script=script or "", environment=environment)
-        frames = envelope.seal(self.key, out.msg_type, body)
-        self.outbox.append([NODE_PREFIX + out.node.encode(), b""] + frames)
+        route = self.node_routes.get(out.node)
+        if route is None:  # not heard from yet: it registers, and the core resends what matters
+            log.debug("no route to node %s for %s", out.node, out.msg_type)
+            return
+        self.outbox.append([route, b""] + envelope.seal(self.auth, out.msg_type, body))
 
     def flush(self) -> None:
         self.apply_effects()
@@ -162,16 +179,23 @@ class Controller:
         ident = frames[0]
         body_frames = frames[2:] if frames[1] == b"" else frames[1:]
         try:
-            header, raw = envelope.open_envelope(self.key, body_frames)
+            header, raw, sender = envelope.open_envelope(self.auth, body_frames)
             self.replays.check(header)
         except envelope.AuthError as exc:
-            log.warning("dropped message from unauthenticated peer: %s", exc)
+            self.log_limit.warning("unauthenticated", "dropped message from unauthenticated peer: %s", exc)
             return
         except envelope.WireError as exc:
-            log.warning("bad message: %s", exc)
+            self.log_limit.warning("malformed", "bad message: %s", exc)
             self.reply_error(ident, None, str(exc), exc.code)
             return
+        # From here on the sender is who the credential proves, whatever the header claimed.
+        header["uid"], header["gid"] = sender.uid, sender.gid
         msg_type = header["type"]
+        refusal = self._refusal(msg_type, sender)
+        if refusal is not None:
+            self.log_limit.warning("refused", "refused %s from uid %s: %s", msg_type, sender.uid, refusal[0])
+            self.reply_error(ident, header.get("id"), *refusal)
+            return
         handler = self.handlers.get(msg_type)
         if handler is None:
             log.warning("unknown message type %r", msg_type)
@@ -196,6 +220,16 @@ class Controller:
             self.dispatch(self.service.take_messages())
         if result is not None:
             self.reply(ident, header, result)
+
+    def _refusal(self, msg_type: str, sender: auth.Verified) -> tuple[str, str] | None:
+        """Why ``sender`` may not send ``msg_type`` at all (None: the handler decides)."""
+        if msg_type in NODE_MESSAGES:
+            if sender.uid not in self.daemon_uids:
+                return "Access/permission denied: node messages come from node daemons only", "AccessDenied"
+            return None
+        if msg_type not in OPEN_MESSAGES and not self.directory.identity(sender.uid, sender.gid).known:
+            return "Invalid user id", "InvalidUserId"
+        return None
 
     def dispatch(self, items: list[Outgoing]) -> None:
         self.apply_effects()  # a launch reads the script its submission stored
@@ -263,7 +297,12 @@ class Controller:
         return self.service.update_node(msg, self._who(header), time.time())
 
     def on_step_create(self, header: dict, msg: protocol.StepCreate, ident: bytes) -> Any:
-        return self.service.step_create(msg, self._who(header), time.time())
+        who = self._who(header)
+        step = self.service.step_create(msg, who, time.time())
+        job = self.core.jobs[msg.job_id]  # the job's owner runs its tasks, whoever asked
+        step["credential"] = stepcred.issue(self.auth, msg.job_id, step["step_id"], job.spec.user_id,
+                                            job.spec.group_id, list(step["nodes"]))
+        return step
 
     def on_step_complete(self, header: dict, msg: protocol.StepComplete, ident: bytes) -> Any:
         return self.service.step_complete(msg, self._who(header), time.time())
@@ -292,8 +331,12 @@ class Controller:
 
     # ------------------------------------------------------------------ handlers: node daemons
     def _node_of(self, ident: bytes, name: str) -> str:
-        if ident != NODE_PREFIX + name.encode():
-            raise RequestError(f"node message for {name} from another peer", "AccessDenied")
+        """The node a daemon's message is about; its routing id becomes the node's route
+        (only daemons' credentials get here: see _refusal)."""
+        if name not in self.core.nodes:
+            raise RequestError(f"Invalid node name specified: {name}", "InvalidNodeName")
+        if self.node_routes.get(name) != ident:
+            self.node_routes[name] = ident
         return name
 
     def on_node_register(self, header: dict, msg: protocol.NodeRegister, ident: bytes) -> Any:

@@ -29,11 +29,12 @@ class Directory:
         if hit is not None and now - hit[0] < CACHE_S:
             return hit[1]
         name = user_name(uid)
+        known = name != str(uid)
         try:
             groups = frozenset(grp.getgrgid(g).gr_name for g in os.getgrouplist(name, gid))
         except (KeyError, OSError):
             groups = frozenset()
-        who = Identity(uid, gid, name, groups, operator=uid in (0, self.slurm_uid))
+        who = Identity(uid, gid, name, groups, operator=uid in (0, self.slurm_uid), known=known or uid == 0)
         self._cache[(uid, gid)] = (now, who)
         return who
 

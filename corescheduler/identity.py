@@ -19,6 +19,7 @@ class Identity:
     groups: frozenset[str] = field(default_factory=frozenset)  # names of every group the user is in
     # The cluster's own administrators: root and the user the controller runs as (SlurmUser).
     operator: bool = False
+    known: bool = True  # False: the user database has no such uid (Slurm refuses its requests)
 
 
 def anonymous(uid: int, gid: int) -> Identity:

@@ -52,15 +52,17 @@ def main(argv: list[str] | None = None) -> int:
 def _prepare(start: Startup, conf_file: str) -> None:
     """What Controller.__init__ would fail on, checked with the loaders it uses, while the
     admin's terminal is still there to read the message."""
+    from plurm.wire import authtype
     from plurm.wire.client import key_path_for
-    from plurm.wire.envelope import load_key
 
     conf = load_or_fail("slurm.conf", lambda: load_slurm_conf(conf_file))
     key_path = key_path_for(conf_file)
-    load_or_fail(f"the key file {key_path}", lambda: load_key(key_path))
+    load_or_fail(f"AuthType {conf.get('AuthType') or authtype.DEFAULT_AUTH_TYPE}",
+                 lambda: authtype.load(conf.get("AuthType"), key_path, conf.get("AuthInfo")))
     port, addr = load_or_fail("slurm.conf", lambda: (conf.slurmctld_port, conf.slurmctld_addr))
-    # The address Controller binds: loopback for a loopback SlurmctldHost, else every interface.
-    bind_addr = "0.0.0.0" if addr not in ("127.0.0.1", "localhost") else "127.0.0.1"
+    from plurm.wire.hardening import bind_address
+
+    bind_addr = bind_address(addr)  # the address Controller binds: SlurmctldHost's, and only it
     if not start.foreground:
         _daemon_paths(start, conf, conf_file)
     start.lock_pidfile()

@@ -1,6 +1,7 @@
 """plurmd: the node daemon.
 
-It connects a DEALER (routing id ``node:NAME``) to the controller, registers
+It connects a DEALER (routing id ``node:NAME:RANDOM``: the controller learns it from
+the daemon's authenticated messages) to the controller, registers
 the node, pings it, runs batch scripts the controller sends, and reports
 their end until the controller acknowledges the report: a controller that
 was down (even killed with -9) gets every report when it comes back, and
@@ -27,8 +28,10 @@ from typing import Any
 import psutil
 import zmq
 
-from plurm.wire import protocol, envelope
-from plurm.wire.client import key_path_for
+from plurm.common.ratelimit import RateLimitedLog
+from plurm.wire import auth, authtype, envelope, protocol, stepcred
+from plurm.wire.client import daemon_uids, key_path_for
+from plurm.wire.hardening import harden
 from plurm.common import environment
 from plurm.nodeagent import launch
 from plurm.nodeagent.devices import NodeDevices, UsageStats
@@ -65,7 +68,12 @@ class NodeDaemon:
             raise SystemExit(f"plurmd: error: node {node_name} not found in {self.conf_path}")
         self.name = node_name
         self.node_conf = self.conf.nodes[node_name]
-        self.key = envelope.load_key(key_path_for(self.conf_path))
+        self.auth = authtype.load(self.conf.get("AuthType"), key_path_for(self.conf_path), self.conf.get("AuthInfo"))
+        # Who speaks for the controller (and may be answered as a daemon): root, SlurmUser, SlurmdUser, us.
+        self.daemon_uids = daemon_uids([u for u in (self.conf.get("SlurmUser"), self.conf.get("SlurmdUser")) if u]
+                                       + [str(os.getuid())])
+        self.step_owners: dict[tuple[int, int], int] = {}  # (job, step) -> the uid its tasks run as
+        self.log_limit = RateLimitedLog(log)
         spool = (self.conf.get("SlurmdSpoolDir") or os.path.join(os.path.dirname(self.conf_path), "spool", "%n"))
         self.spool = spool.replace("%n", node_name).replace("%h", socket.gethostname())
         os.makedirs(self.spool, exist_ok=True)
@@ -77,13 +85,14 @@ class NodeDaemon:
         self.replays = envelope.ReplayGuard()
         self.ctx = zmq.Context()
         self.ctld = self.ctx.socket(zmq.DEALER)
-        self.ctld.setsockopt(zmq.ROUTING_ID, b"node:" + node_name.encode())
+        self.ctld.setsockopt(zmq.ROUTING_ID, b"node:" + node_name.encode() + b":" + os.urandom(8).hex().encode())
         self.ctld.setsockopt(zmq.LINGER, 0)
         self.ctld.setsockopt(zmq.RECONNECT_IVL, 100)
         self.ctld.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
         self.ctld.connect(f"tcp://{self.conf.slurmctld_addr}:{self.conf.slurmctld_port}")
         self.srv = self.ctx.socket(zmq.ROUTER)
         self.srv.setsockopt(zmq.LINGER, 0)
+        harden(self.srv)
         port = self.node_conf.port or self.conf.slurmd_port
         self.srv.bind(f"tcp://{self.node_conf.addr if self.node_conf.addr != 'localhost' else '127.0.0.1'}:{port}")
         # SIGCHLD wakes the poll loop so that job ends are reported at once.
@@ -109,7 +118,7 @@ class NodeDaemon:
     # ------------------------------------------------------------------ messaging
     def send_ctld(self, msg_type: str, body: dict[str, Any]) -> None:
         try:
-            self.ctld.send_multipart([b""] + envelope.seal(self.key, msg_type, body), flags=zmq.NOBLOCK)
+            self.ctld.send_multipart([b""] + envelope.seal(self.auth, msg_type, body), flags=zmq.NOBLOCK)
         except zmq.Again:
             log.debug("controller queue full; %s dropped (will be resent)", msg_type)
 
@@ -167,14 +176,17 @@ class NodeDaemon:
             self.send_ctld("job_ended", report)
 
     def _open(self, frames: list[bytes]) -> tuple[dict, Any] | None:
+        """(header, typed body) of an authenticated message; the header's uid and gid are
+        replaced by the ones its credential proves."""
         try:
-            header, raw = envelope.open_envelope(self.key, frames)
+            header, raw, sender = envelope.open_envelope(self.auth, frames)
             self.replays.check(header)
+            header["uid"], header["gid"] = sender.uid, sender.gid
             return header, protocol.decode_body(header["type"], raw)
         except envelope.AuthError as exc:
-            log.warning("dropped unauthenticated message: %s", exc)
+            self.log_limit.warning("unauthenticated", "dropped unauthenticated message: %s", exc)
         except (envelope.WireError, protocol.SchemaError) as exc:
-            log.warning("bad message: %s", exc)
+            self.log_limit.warning("malformed", "bad message: %s", exc)
         return None
 
     # ------------------------------------------------------------------ controller messages
@@ -186,6 +198,10 @@ class NodeDaemon:
             return
         header, msg = opened
         kind = header["type"]
+        if header["uid"] not in self.daemon_uids:
+            self.log_limit.warning("refused", "refused %s on the controller's connection from uid %s", kind,
+                                   header["uid"])
+            return
         try:
             if kind == "launch_job":
                 self.launch_batch(msg)
@@ -205,10 +221,19 @@ class NodeDaemon:
     def launch_batch(self, msg: protocol.LaunchJob) -> None:
         if msg.job_id in self.jobs:
             return  # a resent launch
+        from plurm.nodeagent.prolog import NodeScripts
+
+        scripts = NodeScripts.of(self)
+        if scripts.run_prolog(msg.job, self.name, self.conf_path, self.where, self.accel.binding) is not None:
+            scripts.run_epilog(msg.job_id, self.name, self.conf_path)
+            self.report_end(msg.job_id, 1, 0)  # (the node is drained: "Prolog error")
+            return
         try:
-            proc = launch.start_batch(msg, self.name, self.spool, self.where, binding=self.accel.binding)
+            proc = launch.start_batch(msg, self.name, self.spool, self.where, binding=self.accel.binding,
+                                      task_prolog=scripts.task_prolog)
         except launch.LaunchError as exc:
             log.error("job %s failed to launch: %s", msg.job_id, exc)
+            scripts.run_epilog(msg.job_id, self.name, self.conf_path)
             self.report_end(msg.job_id, 1, 0)
             return
         nodes = msg.job.get("nodes", [])
@@ -272,10 +297,14 @@ class NodeDaemon:
             if header["type"] == "launch_tasks":
                 reply = self.launch_step(header, msg)
             elif header["type"] == "signal_tasks":
-                proc = self.steps.get((msg.job_id, msg.step_id))
-                if proc is not None:
-                    _kill_group(proc.pid, msg.signal)
-                reply = {"ok": True}
+                owner = self.step_owners.get((msg.job_id, msg.step_id))
+                if header["uid"] not in self.daemon_uids and header["uid"] != owner:
+                    reply = {"error": "Access/permission denied"}
+                else:
+                    proc = self.steps.get((msg.job_id, msg.step_id))
+                    if proc is not None:
+                        _kill_group(proc.pid, msg.signal)
+                    reply = {"ok": True}
             else:
                 reply = {"error": f"unexpected message {header['type']}"}
         except Exception as exc:
@@ -283,11 +312,18 @@ class NodeDaemon:
             reply = {"error": str(exc)}
         kind = "error" if "error" in reply else "reply"
         body = {"message": reply["error"], "code": "LaunchError"} if kind == "error" else reply
-        self.srv.send_multipart([ident, b""] + envelope.seal(self.key, kind, body, header.get("id")))
+        self.srv.send_multipart([ident, b""] + envelope.seal(self.auth, kind, body, header.get("id")))
 
     def launch_step(self, header: dict, msg: protocol.LaunchTasks) -> dict[str, Any]:
-        if header["uid"] not in (0, os.getuid(), msg.uid):
-            return {"error": "Access/permission denied"}
+        try:
+            terms = stepcred.check(self.auth, msg.credential, self.daemon_uids, self.name, msg.job_id,
+                                   msg.step_id, header["uid"])
+        except auth.AuthError as exc:
+            self.log_limit.warning("refused", "refused launch of step %s.%s from uid %s: %s", msg.job_id,
+                                   msg.step_id, header["uid"], exc)
+            return {"error": f"Invalid job credential: {exc}"}
+        msg.uid, msg.gid = terms["uid"], terms["gid"]  # the controller's word, not srun's
+        self.step_owners[(msg.job_id, msg.step_id)] = msg.uid
         if msg.node_id < len(msg.nodelist) and msg.nodelist[msg.node_id] == self.name:
             self._bind_step(msg)
         proc = launch.start_stepd(msg, self.name, self.spool, self.key_path)
@@ -323,6 +359,9 @@ class NodeDaemon:
             del self.jobs[job_id]
             exit_code, exit_signal = (0, -status) if status < 0 else (status, 0)
             log.info("job %s ended: exit %s signal %s", job_id, exit_code, exit_signal)
+            from plurm.nodeagent.prolog import NodeScripts
+
+            NodeScripts.of(self).run_epilog(job_id, self.name, self.conf_path)
             self.report_end(job_id, exit_code, exit_signal)
         for key, proc in list(self.steps.items()):
             if proc.poll() is not None:

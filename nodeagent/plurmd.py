@@ -55,14 +55,15 @@ def main(argv: list[str] | None = None) -> int:
 def _prepare(start: Startup, conf_file: str, node: str) -> None:
     """What NodeDaemon.__init__ would fail on, checked with the loaders it uses, while the
     admin's terminal is still there to read the message."""
+    from plurm.wire import authtype
     from plurm.wire.client import key_path_for
-    from plurm.wire.envelope import load_key
 
     conf = load_or_fail("slurm.conf", lambda: load_slurm_conf(conf_file))
     if node not in conf.nodes:
         raise StartupError(f"node {node} not found in {conf_file} (-N names the node)")
     key_path = key_path_for(conf_file)
-    load_or_fail(f"the key file {key_path}", lambda: load_key(key_path))
+    load_or_fail(f"AuthType {conf.get('AuthType') or authtype.DEFAULT_AUTH_TYPE}",
+                 lambda: authtype.load(conf.get("AuthType"), key_path, conf.get("AuthInfo")))
     node_conf = conf.nodes[node]
     port = node_conf.port or load_or_fail("slurm.conf", lambda: conf.slurmd_port)
     if not start.foreground:

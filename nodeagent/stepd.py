@@ -1,7 +1,7 @@
 """plurmstepd: runs the tasks of one job step on one node (Slurm's slurmstepd).
 
 Started by plurmd with a JSON payload on stdin (the LaunchTasks message,
-the node name, the key path).  It connects a DEALER back to srun, starts
+the node name).  It connects a DEALER back to srun, starts
 the node's tasks with their ranks in the environment, forwards their output
 as it comes, and reports each task's exit status.  Tasks share its process
 group, so plurmd's signals (cancel, time limit) reach them all.
@@ -19,6 +19,7 @@ import sys
 import zmq
 
 from plurm.wire import envelope
+from plurm.wire.auth import KeyAuth
 from plurm.common import environment
 from plurm.nodeagent import launch
 
@@ -26,7 +27,9 @@ from plurm.nodeagent import launch
 def main() -> int:
     payload = json.loads(sys.stdin.buffer.read())
     msg, node_name = payload["msg"], payload["node"]
-    key = envelope.load_key(payload["key_path"])
+    # srun's key for this step (sent in its authenticated launch request): the output and
+    # exit messages are srun's and this process's business only.
+    key = KeyAuth(msg["io_key"].encode())
     # Signals from plurmd hit the whole process group: the tasks handle them;
     # this process stays to report how they ended.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

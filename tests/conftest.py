@@ -48,3 +48,30 @@ def test_users():
         return ensure_test_users()
     except Unavailable as exc:
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def munged():
+    """A private munged (Debian's munge, installed by the fixture as root; skipped otherwise)."""
+    from mungetest import Unavailable, start_munged
+
+    try:
+        daemon = start_munged()
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+@pytest.fixture(scope="module")
+def munge_cluster(munged, test_users):
+    """A 2-node cluster with AuthType=auth/munge, daemons as root, for the test users."""
+    from mungetest import start_munge_cluster
+
+    cluster = start_munge_cluster(munged)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -14,8 +14,11 @@ import grp
 import os
 import pwd
 import shutil
+import stat
 import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 GROUP = "plurmtgrp"  # a supplementary group both test users are in
 USERS = ("plurmta", "plurmtb")
@@ -59,7 +62,19 @@ def ensure_test_users() -> dict[str, TestUser]:
         except KeyError:
             subprocess.run(["useradd", "--create-home", "--user-group", "--groups", GROUP,
                             "--shell", "/bin/sh", name], check=True, capture_output=True)
+    make_reachable(Path(sys.executable).resolve(), Path(sys.prefix), Path(__file__).resolve().parents[1])
     return {name: _record(name) for name in USERS}
+
+
+def make_reachable(*paths: Path) -> None:
+    """Let every user pass through the folders above ``paths`` (search permission, o+x:
+    no listing, no reading): the test users run this Python (pyenv puts it under
+    /root, mode 0700 on Debian) and this checkout's plurm."""
+    for path in paths:
+        for folder in reversed(path.parents if path.is_file() else [path, *path.parents]):
+            mode = folder.stat().st_mode
+            if not mode & stat.S_IXOTH:
+                folder.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
 
 
 def as_user(user: TestUser) -> dict:

@@ -120,3 +120,12 @@ def free_ports(count: int) -> list[int]:
     for s in socks:
         s.close()
     return ports
+
+
+def write_key(path: Path) -> Path:
+    """An auth/local key, readable by its owner only (the daemons refuse any other mode)."""
+    from plurm.wire.auth import new_key
+
+    path.write_bytes(new_key())
+    path.chmod(0o600)
+    return path

@@ -27,8 +27,14 @@ class Step:
         import zmq
 
         from plurm.wire import envelope
+        from plurm.wire.auth import KeyAuth, new_key
+        from plurm.wire.hardening import harden
 
         self.zmq, self.envelope = zmq, envelope
+        # The stepds sign their output and exits with a key of this step's own (srun's and
+        # theirs alone); srun hands it over in the authenticated launch request.
+        self.io_key = new_key()
+        self.io_auth = KeyAuth(self.io_key)
         self.conn = conn
         self.job = job
         self.step = step
@@ -41,6 +47,7 @@ class Step:
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
+        harden(self.sock)
         self.port = self.sock.bind_to_random_port("tcp://0.0.0.0")
         self.exits: dict[int, tuple[int, int]] = {}
         self.nodes_done = 0
@@ -77,6 +84,7 @@ class Step:
                 "work_dir": os.getcwd(), "io_host": io_host, "io_port": self.port,
                 "job_gres": self._node_gres(addr["name"]),
                 "uid": os.getuid(), "gid": os.getgid(),
+                "credential": self.step.get("credential", {}), "io_key": self.io_key.decode(),
             }
             node_conn = Connection(settings, host=addr["addr"], port=addr["port"], timeout=10.0)
             try:
@@ -127,7 +135,7 @@ class Step:
         import json
 
         zmq, envelope = self.zmq, self.envelope
-        key = self.conn.key
+        key = self.io_auth
         poller = zmq.Poller()
         poller.register(self.sock, zmq.POLLIN)
         nodes = len(self.step["nodes"])
@@ -141,7 +149,7 @@ class Step:
                     except zmq.Again:
                         break
                     try:
-                        header, raw = envelope.open_envelope(key, frames[2:] if frames[1] == b"" else frames[1:])
+                        header, raw, _sender = envelope.open_envelope(key, frames[2:] if frames[1] == b"" else frames[1:])
                     except envelope.WireError:
                         continue
                     body = json.loads(raw)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 
+from plurm.wire import auth, authtype, envelope
 from plurm.wire import lightjson as json
-from plurm.wire import envelope
 from plurm.wire.zmtp import DealerConnection
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -41,24 +41,47 @@ class ClientError(Exception):
 
 
 class ClientSettings:
-    __slots__ = ("conf", "host", "port", "key_path", "cluster_name")
+    __slots__ = ("conf", "host", "port", "key_path", "cluster_name", "auth_type", "auth_info", "daemon_users")
 
-    def __init__(self, conf: str, host: str, port: int, key_path: str, cluster_name: str) -> None:
+    def __init__(self, conf: str, host: str, port: int, key_path: str, cluster_name: str,
+                 auth_type: str | None = None, auth_info: str | None = None,
+                 daemon_users: tuple[str, ...] = ()) -> None:
         self.conf = conf
         self.host = host
         self.port = port
         self.key_path = key_path
         self.cluster_name = cluster_name
+        self.auth_type = auth_type
+        self.auth_info = auth_info
+        self.daemon_users = daemon_users  # SlurmUser, SlurmdUser: who may answer for the daemons
 
 
 def key_path_for(conf: str) -> str:
-    """The cluster key lives beside slurm.conf, as auth/slurm's slurm.key does."""
+    """auth/local's key lives beside slurm.conf, readable by the cluster's owner only."""
     return os.environ.get("PLURM_AUTH_KEY_FILE") or os.path.join(os.path.dirname(os.path.abspath(conf)), "slurm.key")
+
+
+def daemon_uids(users: tuple[str, ...] | list[str]) -> frozenset[int]:
+    """The uids whose credentials speak for a daemon: root, SlurmUser and SlurmdUser."""
+    uids = {0}
+    for user in users:
+        if user.isdigit():
+            uids.add(int(user))
+            continue
+        import pwd
+
+        try:
+            uids.add(pwd.getpwnam(user).pw_uid)
+        except KeyError:
+            pass
+    return frozenset(uids)
 
 
 def read_settings(path: str | None = None) -> ClientSettings:
     path = path or conf_path()
     host, port, cluster = "localhost", 6817, "cluster"
+    auth_type = auth_info = None
+    daemon_users: list[str] = []
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             text = handle.read()
@@ -82,7 +105,31 @@ def read_settings(path: str | None = None) -> ClientSettings:
                 port = int(value.split("-", 1)[0])
             elif lowered == "clustername":
                 cluster = value
-    return ClientSettings(path, host, port, key_path_for(path), cluster)
+            elif lowered == "authtype":
+                auth_type = value
+            elif lowered == "authinfo":
+                auth_info = value
+            elif lowered in ("slurmuser", "slurmduser"):
+                daemon_users.append(value)
+    return ClientSettings(path, host, port, key_path_for(path), cluster, auth_type, auth_info, tuple(daemon_users))
+
+
+def client_auth(settings: ClientSettings) -> auth.AuthPlugin:
+    """This process's credentials for the cluster that ``settings`` describe."""
+    try:
+        return authtype.load(settings.auth_type, settings.key_path, settings.auth_info)
+    except auth.AuthError as exc:
+        _auth_log(str(exc))
+        raise ClientError(str(exc), "AuthenticationError") from None
+
+
+def _auth_log(message: str) -> None:
+    """As Slurm's auth plugins do: the plugin's own error on stderr, before the command's
+    message ("slurm_load_jobs error: Protocol authentication error" and the like)."""
+    import sys
+
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "plurm"
+    print(f"{prog}: error: {message}", file=sys.stderr)
 
 
 class Connection:
@@ -91,11 +138,8 @@ class Connection:
     def __init__(self, settings: ClientSettings | None = None, host: str | None = None, port: int | None = None,
                  timeout: float = DEFAULT_TIMEOUT_S) -> None:
         self.settings = settings or read_settings()
-        try:
-            self.key = envelope.load_key(self.settings.key_path)
-        except OSError as exc:
-            raise ClientError(f"Unable to read authentication key {self.settings.key_path}: {exc.strerror}",
-                              "AuthenticationError") from None
+        self.auth = client_auth(self.settings)
+        self._daemons: frozenset[int] | None = None
         self.host = host or self.settings.host
         self.port = port or self.settings.port
         self.timeout = timeout
@@ -117,7 +161,12 @@ class Connection:
     def request_raw(self, msg_type: str, body: dict) -> tuple[dict, bytes]:
         conn = self._connect()
         try:
-            conn.send([b""] + envelope.seal(self.key, msg_type, body))
+            frames = envelope.seal(self.auth, msg_type, body)
+        except envelope.AuthError as exc:
+            _auth_log(str(exc))
+            raise ClientError(str(exc), exc.code) from None
+        try:
+            conn.send([b""] + frames)
             frames = conn.recv()
         except (OSError, TimeoutError) as exc:
             self.close()
@@ -125,9 +174,12 @@ class Connection:
         if frames and frames[0] == b"":
             frames = frames[1:]
         try:
-            header, payload = envelope.open_envelope(self.key, frames)
+            header, payload, sender = envelope.open_envelope(self.auth, frames)
         except envelope.WireError as exc:
             raise ClientError(f"bad reply from controller: {exc}", exc.code) from None
+        if sender.uid not in self.daemon_uids():
+            raise ClientError(f"reply from uid {sender.uid}, who is not the cluster's daemon user",
+                              "AuthenticationError")
         if header["type"] == "error":
             err = json.loads(payload)
             raise ClientError(err.get("message", "error"), err.get("code", "Error"), err.get("detail"))
@@ -135,6 +187,12 @@ class Connection:
 
     def request(self, msg_type: str, body: dict) -> dict:
         return json.loads(self.request_raw(msg_type, body)[1])
+
+    def daemon_uids(self) -> frozenset[int]:
+        if self._daemons is None:
+            owner = getattr(self.auth, "owner", None)  # auth/local: its key's owner runs the daemons
+            self._daemons = daemon_uids(self.settings.daemon_users) | ({owner} if owner is not None else set())
+        return self._daemons
 
     def close(self) -> None:
         if self._conn is not None:

@@ -1,37 +1,42 @@
-"""The envelope of every plurm message: framing, signing, replay checks.
+"""The envelope of every plurm message: framing, credentials, replay checks.
 
 A message is four ZeroMQ frames (after the ROUTER's identity and the
 empty delimiter)::
 
     b"PLURM1"   protocol tag: the wire protocol's version, apart from the package's
-    header      JSON: {"v", "id", "type", "uid", "gid", "user", "host", "time", "parent"?}
+    header      JSON: {"v", "id", "type", "uid", "gid", "time", "parent"?}
     body        JSON: the message type's fields (schemas in protocol.py)
-    signature   hex HMAC-SHA256 over tag + header + body with the cluster key
+    credential  the sender's AuthType credential (wire/auth.py) over a digest of
+                tag + header + body
+
+The header's uid and gid are only what the sender says; :func:`open_envelope`
+returns who the credential proves the sender is, and that is what daemons act on.
 
 This module is deliberately free of msgspec and zmq: the user commands
 (sbatch, squeue, ...) import it on their start-up path, where every
 millisecond is paid by every call.  The daemons validate bodies against the
 typed schemas of protocol.py after :func:`open_envelope` has checked the
-signature.
+credential.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from _operator import _compare_digest as compare_digest
+from typing import NamedTuple
 
 from plurm.wire import lightjson as json
-
-try:  # the small built-in SHA-256; `hashlib` loads OpenSSL (about 2 ms per command)
-    from _sha256 import sha256 as _sha256
-except ImportError:  # Python 3.12+: _sha2
-    from _sha2 import sha256 as _sha256  # type: ignore[no-redef]
+from plurm.wire.auth import AuthError as _AuthError
+from plurm.wire.auth import AuthPlugin, Verified, load_key, message_digest, new_key  # noqa: F401 (re-exported)
 
 PROTOCOL_TAG = b"PLURM1"
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 # A message older (or newer) than this is refused: it bounds the replay cache.
 MAX_CLOCK_SKEW_S = 300.0
+# A daemon refuses messages sealed before it started, less this slack for clocks that
+# tick apart: a message captured before a restart cannot be replayed after it (the
+# replay cache of ids is in memory only).
+RESTART_SLACK_S = 1.0
 
 
 class WireError(Exception):
@@ -42,44 +47,17 @@ class WireError(Exception):
         self.code = code
 
 
-class AuthError(WireError):
-    """Bad or missing signature: the peer is not authenticated; drop it."""
+class AuthError(WireError, _AuthError):
+    """Bad or missing credential: the peer is not authenticated; drop it."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, "AuthenticationError")
 
 
-def load_key(path: str) -> bytes:
-    """Read the cluster key; refuse an empty one (unlike Jupyter's default)."""
-    with open(path, "rb") as handle:
-        key = handle.read().strip()
-    if not key:
-        raise AuthError(f"empty authentication key in {path}")
-    return key
-
-
-def new_key() -> bytes:
-    return os.urandom(32).hex().encode()
-
-
-_BLOCK = 64  # SHA-256's block size
-_IPAD = bytes(x ^ 0x36 for x in range(256))
-_OPAD = bytes(x ^ 0x5C for x in range(256))
-
-
-def _sign(key: bytes, header: bytes, body: bytes) -> bytes:
-    """HMAC-SHA256 (RFC 2104) over tag + header + body, written out to avoid
-    importing hmac/hashlib; tests compare it with the hmac module."""
-    if len(key) > _BLOCK:
-        key = _sha256(key).digest()
-    key = key.ljust(_BLOCK, b"\0")
-    inner = _sha256(key.translate(_IPAD))
-    inner.update(PROTOCOL_TAG)
-    inner.update(header)
-    inner.update(body)
-    outer = _sha256(key.translate(_OPAD))
-    outer.update(inner.digest())
-    return outer.hexdigest().encode()
+class Opened(NamedTuple):
+    header: dict
+    body: bytes
+    sender: Verified  # who the credential proves sent it (never the header's claim)
 
 
 _counter = 0
@@ -101,30 +79,34 @@ def make_header(msg_type: str, parent: str | None = None) -> dict:
     return header
 
 
-def seal(key: bytes, msg_type: str, body: dict, parent: str | None = None) -> list[bytes]:
+def seal(auth: AuthPlugin, msg_type: str, body: dict, parent: str | None = None) -> list[bytes]:
     """Frames for one message of ``msg_type`` carrying ``body``."""
-    header = json.dumps(make_header(msg_type, parent)).encode()
-    payload = json.dumps(body).encode()
-    return [PROTOCOL_TAG, header, payload, _sign(key, header, payload)]
+    return seal_raw(auth, msg_type, json.dumps(body).encode(), parent)
 
 
-def seal_raw(key: bytes, msg_type: str, payload: bytes, parent: str | None = None) -> list[bytes]:
+def seal_raw(auth: AuthPlugin, msg_type: str, payload: bytes, parent: str | None = None) -> list[bytes]:
     """Like :func:`seal` for a body that is already encoded JSON."""
     header = json.dumps(make_header(msg_type, parent)).encode()
-    return [PROTOCOL_TAG, header, payload, _sign(key, header, payload)]
+    try:
+        credential = auth.credential(message_digest(PROTOCOL_TAG, header, payload))
+    except _AuthError as exc:
+        raise AuthError(str(exc)) from None
+    return [PROTOCOL_TAG, header, payload, credential]
 
 
-def open_envelope(key: bytes, frames: list[bytes]) -> tuple[dict, bytes]:
-    """Check tag, signature and age; return (header, raw body).
+def open_envelope(auth: AuthPlugin, frames: list[bytes], allow_replay: bool = False) -> Opened:
+    """Check tag, credential and age; return the header, raw body and proven sender.
 
-    Raises AuthError for anything that is not provably from a key holder,
-    WireError for a signed message that is malformed.
+    Raises AuthError for anything whose sender is not proven, WireError for an
+    authenticated message that is malformed.
     """
     if len(frames) != 4 or frames[0] != PROTOCOL_TAG:
         raise AuthError(f"not a plurm message ({len(frames)} frames)")
-    _tag, header_raw, body, signature = frames
-    if not compare_digest(_sign(key, header_raw, body), bytes(signature)):
-        raise AuthError("bad message signature")
+    _tag, header_raw, body, credential = (bytes(f) for f in frames)
+    try:
+        sender = auth.verify(credential, message_digest(PROTOCOL_TAG, header_raw, body), allow_replay)
+    except _AuthError as exc:
+        raise AuthError(str(exc)) from None
     try:
         header = json.loads(header_raw)
     except ValueError as exc:
@@ -136,20 +118,26 @@ def open_envelope(key: bytes, frames: list[bytes]) -> tuple[dict, bytes]:
     sent = header.get("time")
     if not isinstance(sent, (int, float)) or abs(time.time() - sent) > MAX_CLOCK_SKEW_S:
         raise AuthError("message too old or clock skew too large")
-    return header, body
+    return Opened(header, body, sender)
 
 
 class ReplayGuard:
-    """Remembers message ids for MAX_CLOCK_SKEW_S to refuse replays."""
+    """Refuses a message id seen before (remembered for 2 x MAX_CLOCK_SKEW_S) and any
+    message sealed before ``not_before`` (the daemon's start): together a replay is
+    refused across restarts without writing the cache anywhere."""
 
-    def __init__(self) -> None:
+    def __init__(self, not_before: float | None = None) -> None:
         self._seen: dict[str, float] = {}
         self._next_sweep = time.monotonic() + 60.0
+        self.not_before = (time.time() if not_before is None else not_before) - RESTART_SLACK_S
 
     def check(self, header: dict) -> None:
         msg_id = header.get("id")
         if not isinstance(msg_id, str):
             raise WireError("malformed header: no message id")
+        sent = header.get("time")
+        if isinstance(sent, (int, float)) and sent < self.not_before:
+            raise AuthError(f"message {msg_id} was sealed before this daemon started (a replay?)")
         if msg_id in self._seen:
             raise AuthError(f"replayed message {msg_id}")
         now = time.monotonic()

@@ -244,8 +244,10 @@ class LaunchTasks(Msg):
     io_host: str = "127.0.0.1"
     io_port: int = 0
     job_gres: dict[str, list[int]] = {}  # the job's GRES units on this node (the node binds its devices)
-    uid: int = 0
+    uid: int = 0  # what srun claims; plurmd runs the tasks as the step credential's uid and gid
     gid: int = 0
+    credential: dict[str, str] = {}  # the controller's step credential (wire/stepcred.py)
+    io_key: str = ""  # srun's key for this step's output and exit messages (plurmstepd signs with it)
 
 
 class SignalTasks(Msg):

@@ -8,7 +8,8 @@ suite runs this client against them, and PLURM_CLIENT_TRANSPORT=pyzmq
 switches the commands to pyzmq for comparison.
 
 Only what a request/reply client needs: greeting, READY handshake,
-multipart frames, and skipping commands (PING) from the peer.
+multipart frames, and answering the daemon's heartbeat PINGs with PONG (a daemon
+closes a peer that stays silent past its heartbeat timeout).
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ def _frame(data: bytes, more: bool) -> bytes:
     return bytes([flags | _FLAG_LONG]) + _struct.pack(">Q", len(data)) + data
 
 
+def _pong(context: bytes) -> bytes:
+    body = b"\x04PONG" + context[:16]
+    return bytes([_FLAG_COMMAND, len(body)]) + body
+
+
 class DealerConnection:
     """One connected DEALER peer; send() and recv() multipart messages."""
 
@@ -113,7 +119,9 @@ class DealerConnection:
         while True:
             flags, body = self._read_frame()
             if flags & _FLAG_COMMAND:
-                continue  # PING and other commands: nothing to do for a one-shot client
+                if body.startswith(b"\x04PING") and len(body) >= 7:
+                    self._sock.sendall(_pong(body[7:]))  # echo the ping's context
+                continue  # other commands: nothing to do for a one-shot client
             frames.append(body)
             if not flags & _FLAG_MORE:
                 return frames

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from plurm.wire import envelope
-from plurmtest import Cluster, command, free_ports, wait_for
+from plurmtest import Cluster, command, free_ports, wait_for, write_key
 
 cl = pytest.importorskip("pyopencl")
 pytest.importorskip("pynvml")
@@ -84,7 +83,7 @@ NodeName=amd1 AutoDetect=rsmi
 NodeName=cl1 AutoDetect=opencl
 NodeName=acme1 AutoDetect=acme
 """)
-    (base / "slurm.key").write_bytes(envelope.new_key())
+    write_key(base / "slurm.key")
     for name, devices in (("nv1", _h200s(2)), ("nv2", _h200s(2)), ("amd1", _mi300x(2))):
         _inventory(base / f"{name}.inv", devices)
     _inventory(base / "hang1.inv", _h200s(2), hang="nvmlInitWithFlags")

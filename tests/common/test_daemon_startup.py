@@ -113,6 +113,7 @@ def test_bad_conf_is_reported_on_stderr_with_file_and_line(tmp_path: Path, name:
     conf = tmp_path / "slurm.conf"
     conf.write_text("ClusterName=x\nSlurmctldHost=localhost(127.0.0.1)\nNodeName=n1 CPUs=lots\n")
     (tmp_path / "slurm.key").write_text("k" * 64)
+    (tmp_path / "slurm.key").chmod(0o600)
     proc = _start(name, "-f", str(conf), "-N", "n1") if name == "plurmd" else _start(name, "-f", str(conf))
     assert proc.returncode == 1, proc
     assert f"{conf}:3" in proc.stderr and "CPUs" in proc.stderr, proc.stderr
@@ -277,7 +278,7 @@ def test_foreground_keeps_cwd_umask_and_the_process(cluster_dir: Path, tmp_path:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
-    assert "listening on port" in err  # -D logs to stderr without -L
+    assert "plurmctld listening on" in err  # -D logs to stderr without -L
     assert not pid_file.exists()
 
 

@@ -29,9 +29,8 @@ import pytest
 
 from plurm.accel.detect import DetectionResult, detect, health_check, sample_usage
 from plurm.accel.model import Device, normalise_pci_bus_id
-from plurm.wire import envelope
 from plurm.plugins.manager import PluginManager
-from plurmtest import Cluster, command, free_ports, wait_for
+from plurmtest import Cluster, command, free_ports, wait_for, write_key
 
 pytestmark = pytest.mark.gpu
 
@@ -244,7 +243,7 @@ NodeName={NODE} NodeHostname=localhost NodeAddr=127.0.0.1 Port={node} CPUs=2 Rea
 PartitionName=all Nodes=ALL Default=YES
 """)
     (base / "gres.conf").write_text(f"NodeName={NODE} AutoDetect=nvml\n")
-    (base / "slurm.key").write_bytes(envelope.new_key())
+    write_key(base / "slurm.key")
     env = dict(os.environ, SLURM_CONF=str(base / "slurm.conf"), PLURM_ACCEL_HEALTH_INTERVAL="2",
                PLURM_ACCEL_USAGE_INTERVAL="0.5", PLURM_ACCEL_DETECT_TIMEOUT=str(int(PROBE_TIMEOUT_S)))
     env.pop("SLURM_JOB_ID", None)

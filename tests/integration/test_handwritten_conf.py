@@ -7,8 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from plurm.wire import envelope
-from plurmtest import Cluster, command, free_ports, wait_for
+from plurmtest import Cluster, command, free_ports, wait_for, write_key
 
 
 def test_daemons_from_handwritten_conf(tmp_path: Path) -> None:
@@ -26,7 +25,7 @@ NodeName=DEFAULT CPUs=2 RealMemory=1000
 NodeName=gpu[01-02] NodeHostname=localhost NodeAddr=127.0.0.1 Port={n1_port},{n2_port}
 PartitionName=main Nodes=gpu[01-02] Default=YES MaxTime=10:00 State=UP
 """)
-    (tmp_path / "slurm.key").write_bytes(envelope.new_key())
+    write_key(tmp_path / "slurm.key")
     env = dict(os.environ, SLURM_CONF=str(conf))
     procs = [subprocess.Popen(command("plurmctld") + ["-D", "-f", str(conf)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
@@ -60,7 +59,7 @@ def _responding(cluster: Cluster) -> set[str]:
 def test_bad_conf_is_reported_with_file_and_line(tmp_path: Path) -> None:
     conf = tmp_path / "slurm.conf"
     conf.write_text("ClusterName=x\nNodeName=n1 CPUs=lots\n")
-    (tmp_path / "slurm.key").write_bytes(envelope.new_key())
+    write_key(tmp_path / "slurm.key")
     proc = subprocess.run(command("plurmctld") + ["-D", "-f", str(conf)], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1
     assert f"{conf}:2" in proc.stderr and "CPUs" in proc.stderr

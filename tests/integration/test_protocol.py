@@ -7,8 +7,8 @@ import json
 import pytest
 import zmq
 
-from plurm.wire import envelope
-from plurm.wire.client import read_settings
+from plurm.wire import auth, envelope
+from plurm.wire.client import client_auth, read_settings
 from plurmtest import Cluster
 
 
@@ -20,7 +20,7 @@ def peer(cluster: Cluster):
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.RCVTIMEO, 2000)
     sock.connect(f"tcp://{settings.host}:{settings.port}")
-    key = envelope.load_key(settings.key_path)
+    key = client_auth(settings)
     yield sock, key
     sock.close()
     ctx.term()
@@ -63,7 +63,7 @@ def test_unsigned_and_forged_messages_are_dropped(peer) -> None:
     sock, key = peer
     sock.send_multipart([b"", b"hello"])
     assert _reply(sock) is None
-    frames = envelope.seal(b"not-the-key", "job_info", {})
+    frames = envelope.seal(auth.KeyAuth(b"not-the-key"), "job_info", {})
     sock.send_multipart([b""] + frames)
     assert _reply(sock) is None
     _alive(sock, key)
@@ -84,13 +84,8 @@ def test_wrong_protocol_version_gets_error(peer) -> None:
     header["v"] = 99
     raw = json.dumps(header).encode()
     body = b"{}"
-    import hashlib
-    import hmac
-
-    mac = hmac.new(key, envelope.PROTOCOL_TAG, hashlib.sha256)
-    mac.update(raw)
-    mac.update(body)
-    sock.send_multipart([b"", envelope.PROTOCOL_TAG, raw, body, mac.hexdigest().encode()])
+    credential = key.credential(auth.message_digest(envelope.PROTOCOL_TAG, raw, body))
+    sock.send_multipart([b"", envelope.PROTOCOL_TAG, raw, body, credential])
     header, reply = _reply(sock)
     assert reply["code"] == "ProtocolVersionError"
 

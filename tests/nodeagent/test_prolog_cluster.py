@@ -1,0 +1,42 @@
+"""Prolog, Epilog and TaskProlog through a real cluster (plurmd's launch and reap call them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from plurmtest import start_cluster, wait_for
+
+
+def write_program(path: Path, body: str) -> str:
+    path.write_text(body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_prolog_epilog_and_task_prolog_through_a_cluster(tmp_path: Path) -> None:
+    """Through real daemons: the scripts run around a job; a failing Prolog drains the node."""
+    record = tmp_path / "record"
+    body = f"#!/bin/sh\necho $SLURM_SCRIPT_CONTEXT $SLURM_JOB_ID $(id -u) >> {record}\n"
+    prolog_path = write_program(tmp_path / "prolog", body)
+    epilog_path = write_program(tmp_path / "epilog", body)
+    task_prolog = write_program(tmp_path / "task_prolog", "#!/bin/sh\necho export FROM_TASK_PROLOG=yes\n")
+    cluster = start_cluster(tmp_path, nodes=1, cpus=1, memory=1000)
+    try:
+        cluster.down()
+        with open(cluster.conf, "a", encoding="utf-8") as handle:
+            handle.write(f"Prolog={prolog_path}\nEpilog={epilog_path}\nTaskProlog={task_prolog}\n")
+        cluster.up()
+        work = tmp_path / "work"
+        work.mkdir()
+        job_id = cluster.sbatch("--wrap", "echo task=$FROM_TASK_PROLOG", cwd=work)
+        cluster.wait_state(job_id, "COMPLETED")
+        assert (work / f"slurm-{job_id}.out").read_text() == "task=yes\n"
+        wait_for(lambda: record.exists() and len(record.read_text().splitlines()) == 2, what="the epilog")
+        assert record.read_text().splitlines() == [f"prolog_slurmd {job_id} 0", f"epilog_slurmd {job_id} 0"]
+        write_program(tmp_path / "prolog", "#!/bin/sh\nexit 1\n")
+        failed = cluster.sbatch("--wrap", "echo never", cwd=work)
+        cluster.wait_state(failed, "FAILED")
+        assert not (work / f"slurm-{failed}.out").exists()
+        wait_for(lambda: "Prolog error" in cluster.run("sinfo", "-R", "-h", "-o", "%E").stdout, what="the drain")
+    finally:
+        cluster.down()

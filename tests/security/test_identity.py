@@ -1,0 +1,197 @@
+"""Identities no one can forge: the escalations found on the old protocol, as regression tests.
+
+A real munged (the fixture's own), real users (plurmta, plurmtb), daemons as root, real jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import zmq
+
+from osusers import as_user
+from plurm.wire import envelope
+from plurm.wire.auth_munge import MungeAuth
+from plurm.wire.client import read_settings
+from plurmtest import command, start_cluster, wait_for
+
+FORGE = Path(__file__).with_name("forge.py")
+
+
+def _forge(cluster, user, msg_type: str, body: dict, claimed_uid: int = 0) -> dict:
+    proc = cluster.run_as_python(user, str(FORGE), msg_type, json.dumps(body), str(claimed_uid))
+    assert proc.returncode == 0, proc
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def users(test_users):
+    return test_users["plurmta"], test_users["plurmtb"]
+
+
+@pytest.fixture(autouse=True)
+def _python_as_user(munge_cluster):
+    def run_as_python(user, *args: str) -> subprocess.CompletedProcess:
+        env = dict(munge_cluster.env, HOME=user.home, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+        return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=user.home,
+                              timeout=60, **as_user(user))
+
+    munge_cluster.run_as_python = run_as_python  # type: ignore[attr-defined]
+
+
+def test_a_request_claiming_root_is_acted_on_as_its_real_sender(munge_cluster, users) -> None:
+    """The old attack: a header claiming uid 0.  The job runs as the user, not as root, and
+    root's job cannot be cancelled by it."""
+    a, _ = users
+    roots = munge_cluster.sbatch("--wrap", "sleep 30", cwd=munge_cluster.dir)
+    out = Path(a.home) / "claimed-root.out"
+    out.unlink(missing_ok=True)
+    spec = {"script": "#!/bin/sh\nid -u\ncat /etc/shadow >/dev/null 2>&1 && echo READ-SHADOW\n",
+            "work_dir": a.home, "stdout": str(out), "name": "forged"}
+    submitted = _forge(munge_cluster, a, "submit_job", {"spec": spec}, claimed_uid=0)
+    job_id = submitted["reply"]["job_id"]
+    job = munge_cluster.wait_state(job_id, {"COMPLETED", "FAILED"})
+    assert job["spec"]["user_id"] == a.uid and job["spec"]["user"] == a.name
+    assert out.read_text() == f"{a.uid}\n"  # not 0, and /etc/shadow was not readable
+    assert os.stat(out).st_uid == a.uid
+    cancelled = _forge(munge_cluster, a, "cancel_job", {"job_ids": [str(roots)]}, claimed_uid=0)
+    assert cancelled["reply"]["results"][0]["code"] == "AccessDenied", cancelled
+    assert munge_cluster.job(roots)["state"] in ("PENDING", "RUNNING")
+    drained = _forge(munge_cluster, a, "update_node", {"nodes": ["n1"], "state": "DRAIN", "reason": "x"}, 0)
+    assert drained.get("code") == "AccessDenied", drained
+    munge_cluster.run("scancel", str(roots), check=True)
+
+
+def test_a_user_cannot_pose_as_a_node_daemon(munge_cluster, users) -> None:
+    a, _ = users
+    for msg_type, body in (("node_register", {"node": "n1", "cpus": 64, "real_memory": 1, "boot_time": 0,
+                                              "slurmd_start_time": 0}),
+                           ("node_ping", {"node": "n1", "running_jobs": []}),
+                           ("job_ended", {"node": "n1", "job_id": 1, "exit_code": 0})):
+        reply = _forge(munge_cluster, a, msg_type, body, claimed_uid=0)
+        assert reply.get("code") == "AccessDenied", (msg_type, reply)
+    assert "refused node_register from uid" in munge_cluster.log()
+    nodes = {n["name"]: n for n in munge_cluster.request("node_info", {})["nodes"]}
+    assert nodes["n1"]["cpus"] == 2  # the forged registration changed nothing
+
+
+def test_a_peer_named_after_a_node_receives_no_launches(munge_cluster, users) -> None:
+    """Without any credential, a connection under a node's old routing id got that node's
+    launches (script and environment).  Now launches go only where a daemon spoke from."""
+    settings = read_settings(str(munge_cluster.conf))
+    ctx = zmq.Context()
+    thieves = []
+    for ident in (b"node:n1", b"node:n2"):
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.ROUTING_ID, ident)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(f"tcp://{settings.host}:{settings.port}")
+        thieves.append(sock)
+    try:
+        time.sleep(0.3)
+        a, _ = users
+        job_id = munge_cluster.sbatch_as(a, "-N2", "--export=ALL,SECRET=hunter2", "--wrap", "echo done",
+                                         cwd=a.home)
+        job = munge_cluster.wait_state(job_id, {"COMPLETED", "FAILED"})
+        assert job["state"] == "COMPLETED"
+        for sock in thieves:
+            assert not sock.poll(500), "a peer without a daemon's credential received a message"
+    finally:
+        for sock in thieves:
+            sock.close()
+        ctx.term()
+    # and the real nodes still get work afterwards
+    job_id = munge_cluster.sbatch("-N2", "--wrap", "true", cwd=munge_cluster.dir)
+    assert munge_cluster.wait_state(job_id, {"COMPLETED", "FAILED"})["state"] == "COMPLETED"
+
+
+def test_a_uid_unknown_to_the_user_database_is_refused(munge_cluster) -> None:
+    """munge vouches for uid 4242, but no such user exists: Slurm's 'Invalid user id'."""
+    env = dict(munge_cluster.env, HOME="/tmp")
+    proc = subprocess.run(command("sbatch") + ["--wrap", "true"], capture_output=True, text=True, env=env,
+                          cwd="/tmp", timeout=60, user=4242, group=4242, extra_groups=[])
+    assert proc.returncode == 1
+    assert "Invalid user id" in proc.stderr, proc.stderr
+
+
+def test_a_munge_credential_cannot_be_replayed(munge_cluster) -> None:
+    settings = read_settings(str(munge_cluster.conf))
+    munge = MungeAuth({"socket": settings.auth_info.split("=", 1)[1]})
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.RCVTIMEO, 2000)
+    sock.connect(f"tcp://{settings.host}:{settings.port}")
+    try:
+        frames = envelope.seal(munge, "submit_job", {"spec": {"script": "#!/bin/sh\ntrue\n", "work_dir": "/tmp"}})
+        sock.send_multipart([b""] + frames)
+        first = sock.recv_multipart()
+        assert json.loads(first[2])["type"] == "reply"
+        header = json.loads(frames[1])
+        frames[1] = json.dumps(dict(header, id=header["id"] + "-again")).encode()  # a fresh id, the old credential
+        sock.send_multipart([b""] + frames)
+        with pytest.raises(zmq.Again):
+            sock.recv_multipart()
+    finally:
+        sock.close()
+        ctx.term()
+
+
+def test_the_local_default_serves_its_owner_only(test_users) -> None:
+    """auth/local (no root, no configuration): another user is told whose cluster it is."""
+    base = Path(tempfile.mkdtemp(prefix="plurm-local-"))
+    base.chmod(0o755)
+    cluster = start_cluster(base, nodes=1, cpus=1, memory=500)
+    try:
+        (cluster.conf).chmod(0o644)
+        a = test_users["plurmta"]
+        proc = subprocess.run(command("squeue"), capture_output=True, text=True, cwd="/tmp", timeout=60,
+                              env=dict(cluster.env, HOME=a.home), **as_user(a))
+        assert proc.returncode == 1
+        assert "this cluster belongs to root: only root can use it" in proc.stderr, proc.stderr
+        assert cluster.run("squeue").returncode == 0
+    finally:
+        cluster.down()
+        subprocess.run(["rm", "-rf", str(base)])
+
+
+def test_a_local_message_replayed_after_a_controller_restart_is_refused(fresh_cluster) -> None:
+    """The replay cache was lost on restart: a captured submission re-sent after it ran again."""
+    from plurm.wire.client import client_auth
+
+    settings = read_settings(str(fresh_cluster.conf))
+    frames = envelope.seal(client_auth(settings), "submit_job",
+                           {"spec": {"script": "#!/bin/sh\ntrue\n", "work_dir": "/tmp", "name": "captured"}})
+
+    def send() -> list[bytes] | None:
+        ctx = zmq.Context()
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.RCVTIMEO, 3000)
+        sock.connect(f"tcp://{settings.host}:{settings.port}")
+        try:
+            sock.send_multipart([b""] + frames)
+            return sock.recv_multipart()
+        except zmq.Again:
+            return None
+        finally:
+            sock.close()
+            ctx.term()
+
+    assert send() is not None
+    pid = int((fresh_cluster.dir / "run" / "plurmctld.pid").read_text())
+    os.kill(pid, 9)
+    wait_for(lambda: not os.path.exists(f"/proc/{pid}"), what="the controller to die")
+    time.sleep(1.1)  # the restart fence's slack
+    fresh_cluster.up()
+    assert send() is None
+    named = [j for j in fresh_cluster.request("job_info", {"all_states": True})["jobs"]
+             if j["spec"]["name"] == "captured"]
+    assert len(named) == 1
