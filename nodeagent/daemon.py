@@ -326,7 +326,10 @@ class NodeDaemon:
         self.step_owners[(msg.job_id, msg.step_id)] = msg.uid
         if msg.node_id < len(msg.nodelist) and msg.nodelist[msg.node_id] == self.name:
             self._bind_step(msg)
-        proc = launch.start_stepd(msg, self.name, self.spool, self.key_path)
+        from plurm.nodeagent.prolog import NodeScripts
+
+        proc = launch.start_stepd(msg, self.name, self.spool, self.key_path,
+                                  task_prolog=NodeScripts.of(self).task_prolog)
         self.steps[(msg.job_id, msg.step_id)] = proc
         return {"ok": True, "pid": proc.pid}
 

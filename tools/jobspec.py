@@ -117,6 +117,10 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
     if gres_req:
         spec["gres_req"] = gres_req
     spec["environment"] = _export_environment(options.get("export"), environ)
+    # The job's files are created with the submitter's umask (as sbatch and srun send it).
+    mask = os.umask(0o022)
+    os.umask(mask)
+    spec["environment"]["SLURM_UMASK"] = f"{mask:04o}"
     spec["submit_host"] = os.uname().nodename.split(".", 1)[0]  # (not `socket`: 3 ms of start-up)
     if script is not None:
         spec["script"] = script

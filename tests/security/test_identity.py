@@ -195,3 +195,32 @@ def test_a_local_message_replayed_after_a_controller_restart_is_refused(fresh_cl
     named = [j for j in fresh_cluster.request("job_info", {"all_states": True})["jobs"]
              if j["spec"]["name"] == "captured"]
     assert len(named) == 1
+
+
+def test_job_files_are_the_users_own_through_the_cluster(munge_cluster, users) -> None:
+    """End to end, as plurmta: output owned by the user with the submit umask; -i /etc/shadow
+    and -o into root's folder fail the job without reading or creating anything."""
+    a, _ = users
+    home = Path(a.home)
+    env = dict(munge_cluster.env, HOME=a.home, USER=a.name)
+    proc = subprocess.run(["/bin/sh", "-c", f"umask 077; exec {command('sbatch')[0]} --parsable "
+                           "-o umask.out --wrap 'id -un; id -Gn; echo $HOME'"], capture_output=True, text=True,
+                          env=env, cwd=a.home, timeout=60, user=a.uid, group=a.gid, extra_groups=list(a.groups))
+    assert proc.returncode == 0, proc
+    job = munge_cluster.wait_state(int(proc.stdout.strip()), {"COMPLETED", "FAILED"})
+    assert job["state"] == "COMPLETED"
+    out = home / "umask.out"
+    info = os.stat(out)
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (a.uid, a.gid, 0o600)
+    name, groups, job_home = out.read_text().splitlines()
+    assert name == a.name and "plurmtgrp" in groups.split() and job_home == a.home
+
+    shadow = munge_cluster.sbatch_as(a, "-i", "/etc/shadow", "-o", "shadow.out", "--wrap", "cat", cwd=a.home)
+    assert munge_cluster.wait_state(shadow, {"COMPLETED", "FAILED"})["state"] == "FAILED"
+    assert "root:" not in ((home / "shadow.out").read_text() if (home / "shadow.out").exists() else "")
+    forbidden = Path(tempfile.mkdtemp(prefix="plurm-rootonly-"))  # mode 0700, root's
+    target = forbidden / "owned.out"
+    job_id = munge_cluster.sbatch_as(a, "-o", str(target), "--wrap", "echo hi", cwd=a.home)
+    assert munge_cluster.wait_state(job_id, {"COMPLETED", "FAILED"})["state"] == "FAILED"
+    assert not target.exists()
+    forbidden.rmdir()
