@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from plurm.plugins.types import AccelBackend, PreemptPlugin, PriorityPlugin
+    from plurm.plugins.types import AccelBackend, AuthTypePlugin, PreemptPlugin, PriorityPlugin
 
 __all__ = ["PROJECT", "ENTRY_POINT_GROUP", "hookimpl", "hookspec"]
 
@@ -78,6 +78,22 @@ def plurm_register_priority_plugins() -> Iterable[PriorityPlugin]:
     be unique across all plugins (a duplicate is an error naming the packages); an
     unknown ``PriorityType`` is an error listing the valid ones.  The factory and the
     object it returns run inside the controller's loop: they must not block.
+    """
+
+
+@hookspec
+def plurm_register_auth_types() -> Iterable[AuthTypePlugin]:
+    """Register credential plugins (``plurm.plugins.types.AuthTypePlugin`` records).
+
+    When: in every command and in both daemons (plurmctld, plurmd) at start-up, when
+    slurm.conf's ``AuthType=auth/NAME`` names a plugin that is not built in (``auth/local`` and ``auth/munge`` are resolved without
+    the plugin manager, for the commands' start-up).  The object the factory returns
+    makes this process's credentials and verifies its peers': what it returns from
+    ``verify`` is who the daemons believe the sender is, so it must never take a uid
+    from the message itself.
+
+    Result: every implementation's records are collected (not firstresult); a name must
+    be unique across all plugins; an unknown ``AuthType`` is an error listing the valid ones.
     """
 
 

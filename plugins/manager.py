@@ -30,7 +30,7 @@ import pluggy
 
 from plurm.plugins import hookspecs
 from plurm.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT
-from plurm.plugins.types import AccelBackend, PreemptPlugin, PriorityPlugin
+from plurm.plugins.types import AccelBackend, AuthTypePlugin, PreemptPlugin, PriorityPlugin
 
 __all__ = [
     "BUILTIN_PLUGINS", "DuplicatePluginError", "PluginError", "PluginManager",
@@ -40,7 +40,8 @@ __all__ = [
 log = logging.getLogger("plurm.plugins")
 
 # Modules holding plurm's own hook implementations (all ``trylast=True``).
-BUILTIN_PLUGINS: tuple[str, ...] = ("plurm.accel.backends", "plurm.plugins.priority", "plurm.plugins.preempt")
+BUILTIN_PLUGINS: tuple[str, ...] = ("plurm.accel.backends", "plurm.plugins.priority", "plurm.plugins.preempt",
+                                     "plurm.plugins.auth")
 BUILTIN_PACKAGE = "plurm"
 
 
@@ -79,6 +80,7 @@ class PluginManager:
         self._accel: dict[str, AccelBackend] | None = None
         self._priority: dict[str, PriorityPlugin] | None = None
         self._preempt: dict[str, PreemptPlugin] | None = None
+        self._auth: dict[str, AuthTypePlugin] | None = None
         self._trace = _env_flag("PLURM_TRACE_PLUGINS") if trace is None else trace
         if self._trace:
             self._pm.trace.root.setwriter(lambda msg: log.debug("%s", msg.rstrip()))
@@ -230,6 +232,21 @@ class PluginManager:
         except KeyError:
             valid = ", ".join(f"preempt/{n}" for n in plugins) or "(none registered)"
             raise UnknownPluginError(f"unknown PreemptType preempt/{name} (valid: {valid})") from None
+
+    def get_auth_types(self) -> dict[str, AuthTypePlugin]:
+        """Every registered credential plugin, by name (``plurm_register_auth_types``)."""
+        if self._auth is None:
+            self._auth = self._named_records("plurm_register_auth_types", AuthTypePlugin, "AuthType plugin")
+        return self._auth
+
+    def get_auth_type(self, name: str) -> AuthTypePlugin:
+        """The plugin that slurm.conf's ``AuthType=auth/NAME`` selects."""
+        plugins = self.get_auth_types()
+        try:
+            return plugins[name]
+        except KeyError:
+            valid = ", ".join(f"auth/{n}" for n in plugins) or "(none registered)"
+            raise UnknownPluginError(f"unknown AuthType auth/{name} (valid: {valid})") from None
 
     def get_priority_plugin(self, name: str) -> PriorityPlugin:
         """The plugin that slurm.conf's ``PriorityType=priority/NAME`` selects."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-__all__ = ["AccelBackend", "PreemptPlugin", "PriorityPlugin", "Ref", "callable_path", "resolve"]
+__all__ = ["AccelBackend", "AuthTypePlugin", "PreemptPlugin", "PriorityPlugin", "Ref", "callable_path", "resolve"]
 
 # A callable, or "module:qualname" naming one.
 Ref = Union[str, Callable[..., Any]]
@@ -105,6 +105,26 @@ class PreemptPlugin:
              equal or higher tier when the policy is partition_prio); ``qos_preempts`` maps a
              QOS to the QOS names it may preempt (sacctmgr's Preempt=).  An object with
              ``uses_qos = True`` has a victim's QOS PreemptMode apply before its partition's.
+    """
+
+    name: str
+    factory: Ref
+    description: str = ""
+    package: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class AuthTypePlugin:
+    """A credential plugin, as returned by ``plurm_register_auth_types``.
+
+    name:    what slurm.conf selects: ``AuthType=auth/NAME`` (``local``, ``munge`` are built in)
+    factory: called once per process (every command and daemon) as
+             ``factory(key_path=..., auth_info={...})`` (``AuthInfo``'s key=value pairs);
+             returns an object with ``name``, ``credential(digest: bytes) -> bytes``
+             (a credential for this process's user over a message digest) and
+             ``verify(credential, digest, allow_replay=False) -> (uid, gid)`` that raises
+             ``plurm.wire.auth.AuthError`` unless the credential proves a sender over
+             exactly that digest.  Daemons act on the uid and gid it returns.
     """
 
     name: str

@@ -22,18 +22,30 @@ def parse_auth_info(text: str | None) -> dict[str, str]:
     return info
 
 
+def local_factory(key_path: str, auth_info: dict[str, str]) -> AuthPlugin:
+    return LocalAuth(key_path)
+
+
+def munge_factory(key_path: str, auth_info: dict[str, str]) -> AuthPlugin:
+    from plurm.wire.auth_munge import MungeAuth
+
+    return MungeAuth(auth_info)
+
+
+_BUILTIN = {"auth/local": local_factory, "auth/munge": munge_factory}
+
+
 def load(auth_type: str | None, key_path: str, auth_info: str | None = None) -> AuthPlugin:
     """The plugin slurm.conf's AuthType names (``auth/local`` when unset)."""
     name = (auth_type or DEFAULT_AUTH_TYPE).strip().lower()
-    if name == "auth/local":
-        return LocalAuth(key_path)
-    if name == "auth/munge":
-        from plurm.wire.auth_munge import MungeAuth
-
-        return MungeAuth(parse_auth_info(auth_info))
-    from plurm.plugins.manager import get_plugin_manager
-
-    factory = get_plugin_manager().auth_types().get(name)
+    factory = _BUILTIN.get(name)
     if factory is None:
-        raise AuthError(f"unknown AuthType {auth_type!r} (built in: auth/local, auth/munge)")
+        from plurm.plugins.manager import PluginError, get_plugin_manager
+        from plurm.plugins.types import resolve
+
+        short = name.split("/", 1)[1] if name.startswith("auth/") else name
+        try:
+            factory = resolve(get_plugin_manager().get_auth_type(short).factory)
+        except PluginError as exc:
+            raise AuthError(str(exc)) from None
     return factory(key_path=key_path, auth_info=parse_auth_info(auth_info))

@@ -25,7 +25,8 @@ def test_builtins_register_through_the_hooks():
     pm = PluginManager(autoload=False)
     assert pm.accel_backend_names() == BUILTIN
     assert pm.list_plugins() == {"plurm.accel.backends": "plurm", "plurm.plugins.priority": "plurm",
-                                 "plurm.plugins.preempt": "plurm"}
+                                 "plurm.plugins.preempt": "plurm", "plurm.plugins.auth": "plurm"}
+    assert list(pm.get_auth_types()) == ["local", "munge"]
     assert list(pm.get_preempt_plugins()) == ["none", "partition_prio", "qos"]
     assert list(pm.get_priority_plugins()) == ["basic", "multifactor"]
     assert {b.package for b in pm.get_accel_backends().values()} == {"plurm"}
