@@ -34,6 +34,7 @@ def _matches(job: model.Job, msg: protocol.AcctQuery, wanted: list[tuple[int, se
 
 
 def query(store: StateStore, core: ClusterCore, msg: protocol.AcctQuery, who: Identity | None = None) -> dict[str, Any]:
+    """sacct's jobs and steps; PrivateData=jobs: a sender who is no operator gets only their own."""
     wanted: list[tuple[int, set[int] | None]] = []
     for spec in msg.job_ids:
         base, sep, tasks = spec.partition(".")[0].partition("_")
@@ -48,6 +49,8 @@ def query(store: StateStore, core: ClusterCore, msg: protocol.AcctQuery, who: Id
     for job in core.jobs.values():
         if job.job_id not in jobs and _matches(job, msg, wanted):
             jobs[job.job_id] = job
+    if who is not None and "jobs" in core.settings.private_data and not core.privileged(who):
+        jobs = {job_id: job for job_id, job in jobs.items() if job.spec.user_id == who.uid}
     steps = store.acct_steps(list(jobs))
     live = {(s.job_id, s.step_id): s for s in core.steps.values()}
     steps = [live.get((s.job_id, s.step_id), s) for s in steps]

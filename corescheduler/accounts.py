@@ -18,10 +18,25 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+# sacctmgr's AdminLevel, lowest first (the index is the level): an Operator may act on every
+# job and add or change any database object; an Administrator may also do everything on the
+# controller that root and SlurmUser may (node updates, reconfiguration).
+ADMIN_NONE, ADMIN_OPERATOR, ADMIN_SUPER = 0, 1, 2
+ADMIN_LEVELS = ("None", "Operator", "Administrator")
 
 
 class AssociationError(ValueError):
     pass
+
+
+def parse_admin_level(text: str) -> str:
+    """An AdminLevel value as sacctmgr reads it: by its first letter, in any case
+    (SuperUser and Admin are Administrator); the name as shown."""
+    first = text.strip()[:1].lower()
+    for letter, name in (("a", "Administrator"), ("s", "Administrator"), ("o", "Operator"), ("n", "None")):
+        if first == letter:
+            return name
+    raise AssociationError(f"Invalid AdminLevel: {text}")
 
 
 @dataclass
@@ -111,12 +126,15 @@ class AccountBook:
         self.accounts_by_name[name] = Account(name, parent, description or name, organization, shares)
         self._changed()
 
-    def add_user(self, name: str, account: str, default_account: str | None = None, shares: int = 1) -> None:
+    def add_user(self, name: str, account: str, default_account: str | None = None, shares: int = 1,
+                 admin: str | None = None) -> None:
         if account not in self.accounts_by_name:
             raise AssociationError(f"Account {account} doesn't exist.")
         if (account, name) in self.links_by_key:
             raise AssociationError(f"User {name} already has an association with account {account}")
-        self.users_by_name.setdefault(name, User(name, default_account or account))
+        user = self.users_by_name.setdefault(name, User(name, default_account or account))
+        if admin is not None:
+            user.admin = parse_admin_level(admin)
         self.links_by_key[(account, name)] = Link(account, name, shares, 0.0, self.now)
         self._changed()
 
@@ -142,6 +160,8 @@ class AccountBook:
             if column is None:
                 raise AssociationError(f"Unknown option: {key}")
             typed: object = int(value) if column in self._INTEGER else value
+            if column == "admin":
+                typed = parse_admin_level(value)
             if entity == "user" and column == "shares":
                 for link in self.links_by_key.values():
                     if link.user == name and (account is None or link.account == account):
@@ -195,6 +215,12 @@ class AccountBook:
     def links(self) -> list[dict]:
         return [{"account": link.account, "user": link.user, "shares": link.shares, "usage": link.usage}
                 for link in sorted(self.links_by_key.values(), key=lambda link: (link.account, link.user))]
+
+    def admin_level(self, user: str) -> int:
+        """The user's AdminLevel as a number (ADMIN_NONE for a user the book does not know)."""
+        record = self.users_by_name.get(user)
+        name = record.admin if record else "None"
+        return ADMIN_LEVELS.index(name) if name in ADMIN_LEVELS else ADMIN_NONE
 
     def default_account(self, user: str) -> str | None:
         record = self.users_by_name.get(user)

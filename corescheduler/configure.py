@@ -97,7 +97,29 @@ def settings_from_conf(conf: Any, slurm_user: str = "root") -> CoreSettings:
         scheduler_type=(conf.get("SchedulerType") or "sched/backfill").lower(),
         backfill=BackfillParams.from_scheduler_parameters(sched_params),
         slurm_user=slurm_user,
+        private_data=private_data(conf.get("PrivateData")),
+        max_script_size=max_script_size(sched_params),
     )
+
+
+def private_data(value: str | None) -> frozenset[str]:
+    """PrivateData=jobs,usage,...: the kinds of records only their owners and operators see
+    (``all`` is every kind)."""
+    kinds = {part.strip().lower() for part in (value or "").split(",") if part.strip()}
+    if "all" in kinds:
+        kinds |= {"accounts", "events", "jobs", "nodes", "partitions", "reservations", "usage", "users"}
+    return frozenset(kinds)
+
+
+def max_script_size(sched_params: str) -> int:
+    """SchedulerParameters=max_script_size=N (bytes; 4 MiB when not given)."""
+    from plurm.corescheduler.authz import DEFAULT_MAX_SCRIPT_SIZE
+
+    for item in sched_params.split(","):
+        key, _, value = item.strip().partition("=")
+        if key.lower() == "max_script_size" and value.isdigit():
+            return int(value)
+    return DEFAULT_MAX_SCRIPT_SIZE
 
 
 def decay_half_life(conf: Any) -> float:

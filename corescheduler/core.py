@@ -10,8 +10,8 @@ before it answers, and the simulator drops.  The controller, the tests and
 ``plurm simulate`` drive this same class.
 
 Jobs' ends and cancellations live in core_ends.py, preemption, suspension and requeue
-in core_preempt.py, node and step events in core_nodes.py (mixins of ``ClusterCore``,
-one role each).
+in core_preempt.py, node and step events in core_nodes.py, ``scontrol update`` in
+core_update.py (mixins of ``ClusterCore``, one role each); who may do what is authz.py.
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from plurm.corescheduler import authz
 from plurm.corescheduler import effects as fx
 from plurm.corescheduler.accounts import AccountBook
 from plurm.corescheduler.backfill import BackfillParams, schedule_with_backfill
 from plurm.corescheduler.core_ends import JobEnds
 from plurm.corescheduler.core_nodes import NodeEvents
 from plurm.corescheduler.core_preempt import Preemption
-from plurm.corescheduler.dependency import Dependencies
+from plurm.corescheduler.core_update import JobChanges, JobUpdates
+from plurm.corescheduler.dependency import Dependencies, dependency_targets
 from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.identity import Identity
@@ -79,28 +81,12 @@ class CoreSettings:
     backfill: BackfillParams = field(default_factory=BackfillParams)
     slurm_user: str = "root"  # SlurmUser: who drains a node the cluster drains by itself
     node_fail_grace_s: float = 15.0  # a batch job missing from its node this long has failed
+    # PrivateData: what only its owner and operators see (jobs, usage, users, accounts, ...)
+    private_data: frozenset[str] = frozenset()
+    max_script_size: int = authz.DEFAULT_MAX_SCRIPT_SIZE  # SchedulerParameters=max_script_size
 
 
-_UNSET: Any = object()
-
-
-@dataclass
-class JobChanges:
-    """An ``scontrol update job`` request, parsed by the service layer; unset fields stay."""
-
-    hold: str | None = None  # "user" or "admin"
-    release: bool = False
-    time_limit: Any = _UNSET  # minutes, or None for UNLIMITED
-    partition: str | None = None
-    priority: int | None = None
-    nice: int | None = None
-    name: str | None = None
-    comment: str | None = None
-    nodes: tuple[int, int | None] | None = None  # (min, max)
-    ntasks: int | None = None
-
-
-class ClusterCore(JobEnds, Preemption, NodeEvents):
+class ClusterCore(JobEnds, Preemption, NodeEvents, JobUpdates):
     def __init__(self, nodes: dict[str, Node], partitions: dict[str, Partition],
                  settings: CoreSettings | None = None, *, priority_policy: Any = None, preempt_policy: Any = None,
                  accounts: AccountBook | None = None, jobs: Iterable[Job] = (),
@@ -143,6 +129,8 @@ class ClusterCore(JobEnds, Preemption, NodeEvents):
         self._liveness_due = now  # the earliest SlurmdTimeout deadline (core_nodes.py)
         self.next_job_id = next_job_id or settings.first_job_id
         self._effects: list[fx.Effect] = []
+        self._array_index: dict[int, list[Job]] | None = None  # (_array_members)
+        self._array_index_size = 0
         for job in jobs:
             self.jobs[job.job_id] = job
             if job.state == model.RUNNING or job.completing:
@@ -164,6 +152,20 @@ class ClusterCore(JobEnds, Preemption, NodeEvents):
         """Every event carries the clock; the account book's decay reads it too."""
         self.now = now
         self.accounts.now = now
+        self._array_index = None
+
+    def _array_members(self, array_job_id: int) -> list[Job]:
+        """The records of an array other than the one whose id it has: from an index built
+        once per event (and again when a record comes or goes), so that a dependency on
+        thousands of ids costs thousands of lookups, not thousands of queue scans."""
+        index = self._array_index
+        if index is None or self._array_index_size != len(self.jobs):
+            index = {}
+            for job in self.jobs.values():
+                if job.array_job_id is not None and job.array_job_id != job.job_id:
+                    index.setdefault(job.array_job_id, []).append(job)
+            self._array_index, self._array_index_size = index, len(self.jobs)
+        return index.get(array_job_id, [])
 
     # ------------------------------------------------------------------ helpers
     def _new_job_id(self) -> int:
@@ -201,7 +203,7 @@ class ClusterCore(JobEnds, Preemption, NodeEvents):
             raise RequestError("Invalid job id specified", "InvalidJobId") from None
         if not sep:
             direct = self.jobs.get(job_id)
-            members = [j for j in self.jobs.values() if j.array_job_id == job_id and j.job_id != job_id]
+            members = self._array_members(job_id)
             if direct is None and not members:
                 return []
             if direct is not None and direct.array_job_id is None:
@@ -218,11 +220,14 @@ class ClusterCore(JobEnds, Preemption, NodeEvents):
                 found.append(job)
         return found
 
-    @staticmethod
-    def check_owner(job: Job, who: Identity) -> None:
-        """A job is its user's, root's and the cluster owner's (SlurmUser) to change."""
-        if not who.operator and who.uid != job.spec.user_id:
-            raise RequestError("Access/permission denied", "AccessDenied")
+    def privileged(self, who: Identity | None) -> bool:
+        """root, SlurmUser, and the users sacctmgr made Operator or Administrator."""
+        return authz.is_operator(who, self.accounts)
+
+    def check_owner(self, job: Job, who: Identity, message: str = authz.ACCESS_DENIED) -> None:
+        """A job is its user's and the operators' to change (authz.py)."""
+        if who.uid != job.spec.user_id and not self.privileged(who):
+            raise authz.denied(message)
 
     def owned_job(self, job_id: int, who: Identity) -> Job:
         job = self.jobs.get(job_id)
@@ -244,6 +249,9 @@ class ClusterCore(JobEnds, Preemption, NodeEvents):
         spec.user = who.user
         if spec.ntasks is not None and spec.ntasks < 1:
             raise RequestError("Invalid number of tasks", "InvalidTasks")
+        authz.check_submission(spec, self.settings.max_script_size, self.privileged(who))
+        if spec.dependency and self.next_job_id in dependency_targets(spec.dependency):
+            raise RequestError("Job dependency problem", "DependencyProblem")  # on itself: never
         self._check_access(partition, spec, who)
         if not spec.account:
             spec.account = self.accounts.default_account(spec.user)
@@ -458,50 +466,6 @@ class ClusterCore(JobEnds, Preemption, NodeEvents):
             "gid": job.spec.group_id,
         }
         return [Outgoing(job.nodes[0], "launch_job", body)]
-
-    # ------------------------------------------------------------------ updates
-    def update_job(self, job: Job, changes: JobChanges, who: Identity, now: float) -> None:
-        """scontrol update job: the changes the service layer parsed, checked against the job."""
-        self._at(now)
-        self.check_owner(job, who)
-        pending_only = changes.hold or changes.release or changes.partition is not None or changes.nodes is not None
-        if pending_only and job.state != model.PENDING:
-            raise RequestError("Job is no longer pending execution", "NotPending")
-        if changes.hold:
-            job.held_by = "admin" if changes.hold == "admin" else "user"
-            job.priority = 0
-            job.reason = REASON_HELD_ADMIN if job.held_by == "admin" else REASON_HELD_USER
-        if changes.release:
-            if job.held_by == "admin" and not who.operator:
-                raise RequestError("Access/permission denied", "AccessDenied")
-            job.held_by = None
-            job.priority = self.priority_policy.priority(job, now, self.shape)
-            job.reason = "None"
-        if changes.time_limit is not _UNSET:
-            minutes = changes.time_limit
-            job.time_limit = minutes
-            if job.state == model.RUNNING and job.start_time is not None:
-                job.end_time = job.start_time + minutes * 60 if minutes is not None else None
-        if changes.partition is not None:
-            if changes.partition not in self.partitions:
-                raise RequestError("Invalid partition name specified", "InvalidPartition")
-            job.partition = changes.partition
-            job.spec.partition = changes.partition
-        if changes.priority is not None:
-            job.priority = changes.priority
-            job.priority_set = True  # an administrator's value: not recomputed
-        if changes.nice is not None:
-            job.spec.nice = changes.nice
-        if changes.name is not None:
-            job.spec.name = changes.name
-        if changes.comment is not None:
-            job.spec.comment = changes.comment
-        if changes.nodes is not None:
-            job.spec.nodes_min, job.spec.nodes_max = changes.nodes
-        if changes.ntasks is not None:
-            job.spec.ntasks = changes.ntasks
-        self._save(job)
-        self.need_schedule = True
 
     # ------------------------------------------------------------------ timers
     def recompute_priorities(self, now: float) -> None:

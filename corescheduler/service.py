@@ -10,9 +10,11 @@ comes as an ``Identity``, the clock as ``now``; messages for node daemons pile u
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from plurm.corescheduler.accounts import AssociationError
+from plurm.corescheduler import authz
+from plurm.corescheduler.accounts import ADMIN_OPERATOR, ADMIN_SUPER, AssociationError, parse_admin_level
 from plurm.corescheduler.core import ClusterCore, JobChanges, parse_task_ids
 from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.errors import RequestError
@@ -33,10 +35,24 @@ class Service:
     def _send(self, items: list[Outgoing]) -> None:
         self._messages.extend(items)
 
-    @staticmethod
-    def require_operator(who: Identity) -> None:
-        if not who.operator:
-            raise RequestError("Access/permission denied", "AccessDenied")
+    # ------------------------------------------------------------------ privileges (authz.py)
+    def level(self, who: Identity | None) -> int:
+        return authz.level_of(who, self.core.accounts)
+
+    def require_operator(self, who: Identity | None) -> None:
+        """Operators and Administrators (and root, SlurmUser) only."""
+        if not authz.is_operator(who, self.core.accounts):
+            raise authz.denied()
+
+    def require_admin(self, who: Identity | None) -> None:
+        """Administrators (and root, SlurmUser) only: what changes the cluster itself (nodes),
+        Operators not.  (Slurm's words are "Invalid user id"; plurm says access denied.)"""
+        if not authz.is_admin(who, self.core.accounts):
+            raise authz.denied()
+
+    def private(self, kind: str, who: Identity | None) -> bool:
+        """Whether PrivateData=<kind> hides others' records from this sender."""
+        return kind in self.core.settings.private_data and not self.core.privileged(who)
 
     # ------------------------------------------------------------------ jobs
     def submit(self, msg: protocol.SubmitJob, who: Identity, now: float) -> dict[str, Any]:
@@ -58,6 +74,9 @@ class Service:
             if not wanted and len(msg.job_ids) == 1:
                 raise RequestError("Invalid job id specified", "InvalidJobId")
             jobs = list(wanted.values())
+            if self.private("jobs", who) and len(msg.job_ids) == 1 and who is not None \
+                    and not any(j.spec.user_id == who.uid for j in jobs):
+                raise RequestError("Invalid job id specified", "InvalidJobId")  # as if it did not exist
         elif not msg.all_states:
             jobs = [j for j in jobs if j.state in model.ACTIVE_STATES or j.completing]
         if msg.states:
@@ -72,6 +91,8 @@ class Service:
         if msg.names:
             names = set(msg.names)
             jobs = [j for j in jobs if j.spec.name in names]
+        if self.private("jobs", who) and who is not None:
+            jobs = [j for j in jobs if j.spec.user_id == who.uid]
         return jobs
 
     def node_info(self, msg: protocol.NodeInfoRequest, who: Identity | None = None) -> dict[str, Any]:
@@ -118,9 +139,13 @@ class Service:
         return {"results": results}
 
     def update_job(self, msg: protocol.UpdateJob, who: Identity, now: float) -> dict[str, Any]:
+        changes = parse_job_changes(msg.fields)  # a bad value refuses the whole request
         results = []
         for spec in msg.job_ids:
-            found = self.core.find_jobs(spec)
+            try:
+                found = self.core.find_jobs(spec)
+            except RequestError:  # not a job id at all ("abc")
+                found = []
             if not found:
                 results.append({"job": spec, "error": "Invalid job id specified", "code": "InvalidJobId"})
                 continue
@@ -128,7 +153,7 @@ class Service:
                 found = [j for j in found if j.state not in model.FINISHED_STATES] or found[:1]
             for job in found:
                 try:
-                    self.core.update_job(job, parse_job_changes(msg.fields), who, now)
+                    self.core.update_job(job, changes, who, now)
                     results.append({"job": spec, "job_id": job.job_id})
                 except RequestError as exc:
                     results.append({"job": spec, "error": str(exc), "code": exc.code})
@@ -152,7 +177,7 @@ class Service:
 
     # ------------------------------------------------------------------ nodes
     def update_node(self, msg: protocol.UpdateNode, who: Identity, now: float) -> dict[str, Any]:
-        self.require_operator(who)
+        self.require_admin(who)
         for name in msg.nodes:
             self.core.update_node(name, msg.state, msg.reason, who, now)
         return {"ok": True}
@@ -173,16 +198,21 @@ class Service:
                          now: float, who: Identity | None = None) -> protocol.PriorityFactorsReply:
         weights = getattr(self.core.priority_policy, "weights", None)
         by_factor = getattr(weights, "by_factor", None)
+        rows = self.core.priority_factors(now, msg.job_ids, msg.users)
+        if self.private("jobs", who) and who is not None:
+            rows = [row for row in rows if row["user_id"] == who.uid]
         return protocol.PriorityFactorsReply(
             type=priority_type, cluster=self.core.cluster_name, weights=by_factor() if by_factor else {},
-            jobs=[protocol.PriorityFactorsRow(**row)
-                  for row in self.core.priority_factors(now, msg.job_ids, msg.users)])
+            jobs=[protocol.PriorityFactorsRow(**row) for row in rows])
 
-    def acctmgr(self, msg: protocol.AcctMgr, who: Identity, now: float) -> dict[str, Any]:
-        """sacctmgr add/modify/delete/show of accounts, users and QOS (operators only, but show)."""
+    def acctmgr(self, msg: protocol.AcctMgr, who: Identity | None, now: float) -> dict[str, Any]:
+        """sacctmgr add/modify/delete (Operators and Administrators) and show (PrivateData
+        users/accounts hide the others' records from the rest)."""
         book = self.core.accounts
         if msg.action != "show":
-            self.require_operator(who)
+            self._check_acctmgr_change(msg, who)
+        elif msg.entity == "account" and self.private("accounts", who):
+            raise authz.denied(detail=authz.ACCESS_DENIED)
         try:
             if msg.action == "add":
                 for name in msg.names:
@@ -194,7 +224,7 @@ class Service:
                             if not account:
                                 raise AssociationError("You need to specify an account name")
                             book.add_user(name, account, msg.fields.get("defaultaccount"),
-                                          int(msg.fields.get("fairshare", 1)))
+                                          int(msg.fields.get("fairshare", 1)), msg.fields.get("adminlevel"))
                     else:
                         book.add_qos(name, int(msg.fields.get("priority", 0)),
                                      int(msg.fields["maxjobsperuser"]) if "maxjobsperuser" in msg.fields else None,
@@ -209,18 +239,74 @@ class Service:
             raise RequestError(str(exc), "AssociationError") from None
         if msg.action != "show":
             self.core.recompute_priorities(now)
-        return {"accounts": book.accounts(), "users": book.users(), "qos": book.qos(), "links": book.links(),
+        users, links, accounts = book.users(), book.links(), book.accounts()
+        if (self.private("users", who) or self.private("accounts", who)) and who is not None:
+            # The sender's own user and associations, and the accounts above them.
+            users = [u for u in users if u["user"] == who.user]
+            links = [link for link in links if link["user"] == who.user]
+            path = self._account_path({link["account"] for link in links})
+            accounts = [a for a in accounts if a["account"] in path]
+        return {"accounts": accounts, "users": users, "qos": book.qos(), "links": links,
                 "cluster": self.core.cluster_name}
 
+    def _check_acctmgr_change(self, msg: protocol.AcctMgr, who: Identity | None) -> None:
+        """Operators change the database; an AdminLevel is an Administrator's to give; a
+        plain user may change only their own default account (to one they belong to)."""
+        level = self.level(who)
+        wants_level = msg.entity == "user" and "adminlevel" in msg.fields
+        if wants_level:
+            try:
+                parse_admin_level(msg.fields["adminlevel"])
+            except AssociationError as exc:
+                raise RequestError(str(exc), "AssociationError") from None
+        if level >= ADMIN_SUPER or (level >= ADMIN_OPERATOR and not wants_level):
+            return
+        if level >= ADMIN_OPERATOR:
+            raise authz.denied(detail="You must be a super user to modify a users admin level")
+        own = who is not None and msg.entity == "user" and msg.names == [who.user]
+        if msg.action == "modify" and own and set(msg.fields) == {"defaultaccount"} and \
+                self.core.accounts.has_association(who.user, msg.fields["defaultaccount"]):
+            return
+        if msg.action == "modify" and own:
+            raise authz.denied(detail="You can only change your own default account, default wckey nothing else")
+        raise authz.denied(detail=None if msg.action == "add" else
+                           "Your user doesn't have privilege to perform this action")
+
+    def _account_path(self, accounts: set[str]) -> set[str]:
+        """These accounts and every account above them."""
+        parents = {a.name: a.parent for a in self.core.accounts.accounts_by_name.values()}
+        path: set[str] = set()
+        for account in accounts:
+            name: str | None = account
+            while name is not None and name not in path:
+                path.add(name)
+                name = parents.get(name)
+        return path
+
     def share_info(self, now: float, who: Identity | None = None) -> dict[str, Any]:
-        return {"shares": [protocol.to_builtins(s) for s in self.core.accounts.shares(now)]}
+        """sshare's lines; PrivateData=usage: only the sender's own (no account lines)."""
+        shares = self.core.accounts.shares(now)
+        if self.private("usage", who) and who is not None:
+            # (flat, as Slurm prints them then: the lines above them are not there)
+            shares = [dataclasses.replace(s, depth=0) for s in shares if s.user == who.user]
+        return {"shares": [protocol.to_builtins(s) for s in shares]}
 
 
-def _int(value: str) -> int:
+def _int(key: str, value: str, low: int = 0, high: int = authz.PRIORITY_MAX) -> int:
+    """An integer of scontrol update, in range, or scontrol's own complaint about it."""
     try:
-        return int(value)
+        number = int(value.strip())
     except ValueError:
-        raise RequestError(f"Invalid value {value!r}", "InvalidUpdate") from None
+        raise RequestError(f"Invalid {key} value: {value}", "InvalidUpdate") from None
+    if not low <= number <= high:
+        raise RequestError(f"Invalid {key} value: {value}", "InvalidUpdate")
+    return number
+
+
+def _bounded(field: str, value: str) -> str:
+    if len(value) > authz.STRING_LIMITS[field]:
+        raise RequestError(authz.TOO_LONG, "PathnameTooLong")
+    return value
 
 
 def parse_job_changes(fields: dict[str, str]) -> JobChanges:
@@ -242,18 +328,24 @@ def parse_job_changes(fields: dict[str, str]) -> JobChanges:
         elif lowered == "partition":
             changes.partition = value
         elif lowered == "priority":
-            changes.priority = _int(value)
+            changes.priority = _int("Priority", value)
         elif lowered == "nice":
-            changes.nice = _int(value)
+            try:
+                changes.nice = int(value.strip())
+            except ValueError:
+                raise RequestError(f"Invalid Nice value: {value}", "InvalidUpdate") from None
+            if abs(changes.nice) > authz.NICE_LIMIT:
+                raise RequestError(f"Nice value out of range (+/- {authz.NICE_LIMIT}). Value ignored",
+                                   "InvalidUpdate")
         elif lowered in ("jobname", "name"):
-            changes.name = value
+            changes.name = _bounded("name", value)
         elif lowered == "comment":
-            changes.comment = value
+            changes.comment = _bounded("comment", value)
         elif lowered in ("numnodes", "minnodes"):
             low, _, high = value.partition("-")
-            changes.nodes = (_int(low), _int(high) if high else None)
+            changes.nodes = (_int("NumNodes", low, 1), _int("NumNodes", high, 1) if high else None)
         elif lowered in ("numtasks", "ntasks"):
-            changes.ntasks = _int(value)
+            changes.ntasks = _int("NumTasks", value, 1)
         else:
             raise RequestError(f"Update of {key} is not supported", "InvalidUpdate")
     return changes
