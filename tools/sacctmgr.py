@@ -1,9 +1,10 @@
 """sacctmgr: accounts, users and QOS for fair share and QOS priority (the subset plurm keeps).
 
     sacctmgr [-i] [-n] [-P|-p] add|create account NAME[,NAME] [Parent=P] [Description=D] [Organization=O] [Fairshare=N]
-    sacctmgr [-i] add user NAME Account=A[,B] [DefaultAccount=A] [Fairshare=N]
+    sacctmgr [-i] add user NAME Account=A[,B] [DefaultAccount=A] [Fairshare=N] [AdminLevel=L]
     sacctmgr [-i] add qos NAME [Priority=N] [MaxJobsPerUser=N]
     sacctmgr [-i] modify account|user|qos [where] Name=X [Account=A] set Key=Value ...
+        (a user's AdminLevel: None, Operator or Administrator; only Administrators give one)
     sacctmgr [-i] delete account|user|qos [where] Name=X
     sacctmgr show|list account|user|assoc|qos
 """
@@ -85,6 +86,27 @@ def parse(words: list[str]) -> tuple[str, str, list[str], dict[str, str], dict[s
     return action, entity, names, fields, where
 
 
+def _adding(entity: str, names: list[str]) -> str:
+    label = {"account": "Account(s)", "user": "User(s)", "qos": "QOS(s)"}.get(entity, "Account(s)")
+    return f" Adding {label}\n" + "".join(f"  {n}\n" for n in names)
+
+
+def _refused(action: str, entity: str, names: list[str], exc) -> int:
+    """A change the controller refused, in Slurm's words: the reason first (when it gave
+    one), then sacctmgr's line for the action (an add lists what it would have added)."""
+    if exc.detail:
+        print(f"sacctmgr: error: {exc.detail}", file=sys.stderr)
+    if action == "add":
+        sys.stdout.write(_adding(entity, names))
+        what = {"account": "accounts", "user": "users", "qos": "QOS"}.get(entity, "accounts")
+        print(f" Problem adding {what}: {exc}", file=sys.stderr)
+    elif action == "show":
+        print(" Problem with query.", file=sys.stderr)
+    else:
+        print(f" Error with request: {exc}", file=sys.stderr)
+    return 1
+
+
 # sacctmgr's getopt table (--usage is --help); '+' because, like Slurm's, sacctmgr stops
 # reading options at the first word of the command
 _SHORT = "+hinoPpQrsvV"
@@ -133,13 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         reply = request("acctmgr", body)
     except ClientError as exc:
+        if exc.code in ("AccessDenied", "InvalidUserId"):
+            return _refused(action, entity, names, exc)
         print(f" {exc}", file=sys.stderr)
         return 1
     if action == "show":
         sys.stdout.write(show(entity, reply, header, parsable))
     elif action == "add":
-        label = {"account": "Account(s)", "user": "User(s)", "qos": "QOS(s)"}[entity]
-        print(f" Adding {label}\n" + "".join(f"  {n}\n" for n in names), end="")
+        print(_adding(entity, names), end="")
     elif action == "modify":
         print(f" Modified {entity}s...\n" + "".join(f"  {n}\n" for n in names), end="")
     else:

@@ -339,7 +339,9 @@ class Scontrol:
         self.rc = 1
 
     # ------------------------------------------------------------------ update / hold
-    def _job_update(self, job_ids: list[str], fields: dict[str, str], what: str) -> None:
+    def _job_update(self, job_ids: list[str], fields: dict[str, str], what: str, summary: str | None = None) -> None:
+        """Send one update; each refused job is named.  ``summary``: the word of the line
+        Slurm's hold and release add after a refusal, with its error (``slurm_suspend``)."""
         from plurm.wire.client import ClientError
 
         try:
@@ -347,15 +349,21 @@ class Scontrol:
         except ClientError as exc:
             self.error(f"{what} error: {exc}")
             return
+        last = None
         for result in reply.get("results", []):
             if "error" in result:
+                if result.get("code") == "AccessDenied":
+                    last = result["error"]
                 if self.quiet:
                     self.rc = 1
                 else:
                     self.error(f"{result['error']} for job {result.get('job')}")
+        if last is not None and summary and not self.quiet:
+            self.error(f"{summary} error: {last}")
 
     def cmd_hold(self, args: list[str]) -> None:
-        self._hold(args, "admin" if os.getuid() == 0 else "user")
+        # An admin hold when the controller finds the sender an operator, else a user hold.
+        self._hold(args, "admin")
 
     def cmd_uhold(self, args: list[str]) -> None:
         self._hold(args, "user")
@@ -389,7 +397,7 @@ class Scontrol:
             return
         ids = self._resolve_names(words)
         if ids:
-            self._job_update(ids, {"hold": kind}, "slurm_update")
+            self._job_update(ids, {"hold": kind}, "slurm_update", "slurm_suspend")
 
     def cmd_release(self, args: list[str]) -> None:
         words = _job_list(args)
@@ -398,7 +406,7 @@ class Scontrol:
             return
         ids = self._resolve_names(words)
         if ids:
-            self._job_update(ids, {"release": "1"}, "slurm_update")
+            self._job_update(ids, {"release": "1"}, "slurm_update", "slurm_suspend")
 
     def cmd_update(self, args: list[str]) -> None:
         pairs: list[tuple[str, str]] = []
@@ -437,7 +445,11 @@ class Scontrol:
             if lowered in ("jobid", "job"):
                 ids.extend(v for v in value.split(",") if v)
             elif lowered in _JOB_KEYS:
-                fields[_JOB_KEYS[lowered]] = value
+                checked = _check_job_value(_JOB_KEYS[lowered], value)
+                if checked is None:
+                    self.rc = 1
+                    return
+                fields[_JOB_KEYS[lowered]] = checked
             else:
                 self.error(f"Update of this parameter is not supported: {key}={value}")
                 self.error("Request aborted")
@@ -485,6 +497,42 @@ class Scontrol:
             self.request("update_node", body)
         except ClientError as exc:
             self.error(f"slurm_update error: {exc}")
+
+
+_UINT32_MAX = 4294967294  # below Slurm's NO_VAL
+_NICE_MAX = 2147483645  # NICE_OFFSET - 3
+
+
+def _check_job_value(key: str, value: str) -> str | None:
+    """The value scontrol sends for an update key, or None after its complaint (as Slurm's
+    scontrol checks them before sending: Priority an unsigned integer, TimeLimit a time,
+    Nice read as C's strtoll does, so that a word is 0)."""
+    if key == "Priority":
+        text = value.strip()
+        if not text.isdigit() or int(text) > _UINT32_MAX:
+            sys.stderr.write(f"scontrol: error: Invalid Priority value: {value}\n")
+            return None
+        return text
+    if key == "TimeLimit":
+        from plurm.grammar.timefmt import parse_time_limit
+
+        try:
+            parse_time_limit(value)
+        except ValueError:
+            sys.stderr.write("scontrol: error: Invalid TimeLimit value\n")
+            return None
+        return value
+    if key == "Nice":
+        text = value.strip()
+        sign = -1 if text.startswith("-") else 1
+        digits = text[1:] if text[:1] in ("+", "-") else text
+        digits = digits[:len(digits) - len(digits.lstrip("0123456789"))]  # the leading digits
+        number = sign * int(digits or 0)
+        if abs(number) > _NICE_MAX:
+            sys.stderr.write(f"scontrol: error: Nice value out of range (+/- {_NICE_MAX}). Value ignored\n")
+            return None
+        return str(number)
+    return value
 
 
 def _slurm_message(text: str) -> str:
