@@ -15,7 +15,6 @@ it is loaded when the plugin is first used, never on import of plurm.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 
 from plurm.wire.auth import AuthError, Verified
 
@@ -32,11 +31,16 @@ _lib: ctypes.CDLL | None = None
 def _libmunge() -> ctypes.CDLL:
     global _lib
     if _lib is None:
-        path = ctypes.util.find_library("munge") or "libmunge.so.2"
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError as exc:
-            raise AuthError(f"auth/munge: cannot load libmunge ({exc}); install Debian's munge package") from None
+        try:  # the soname first: find_library runs ldconfig (tens of ms of every command)
+            lib = ctypes.CDLL("libmunge.so.2")
+        except OSError:
+            from ctypes.util import find_library
+
+            path = find_library("munge")
+            try:
+                lib = ctypes.CDLL(path or "libmunge.so")
+            except OSError as exc:
+                raise AuthError(f"auth/munge: cannot load libmunge ({exc}); install Debian's munge package") from None
         lib.munge_ctx_create.restype = ctypes.c_void_p
         lib.munge_ctx_destroy.argtypes = [ctypes.c_void_p]
         lib.munge_ctx_set.restype = ctypes.c_int
