@@ -445,7 +445,9 @@ class Scontrol:
             if lowered in ("jobid", "job"):
                 ids.extend(v for v in value.split(",") if v)
             elif lowered in _JOB_KEYS:
-                checked = _check_job_value(_JOB_KEYS[lowered], value)
+                from plurm.tools.scontrol_values import check_job_value
+
+                checked = check_job_value(_JOB_KEYS[lowered], value)
                 if checked is None:
                     self.rc = 1
                     return
@@ -497,42 +499,6 @@ class Scontrol:
             self.request("update_node", body)
         except ClientError as exc:
             self.error(f"slurm_update error: {exc}")
-
-
-_UINT32_MAX = 4294967294  # below Slurm's NO_VAL
-_NICE_MAX = 2147483645  # NICE_OFFSET - 3
-
-
-def _check_job_value(key: str, value: str) -> str | None:
-    """The value scontrol sends for an update key, or None after its complaint (as Slurm's
-    scontrol checks them before sending: Priority an unsigned integer, TimeLimit a time,
-    Nice read as C's strtoll does, so that a word is 0)."""
-    if key == "Priority":
-        text = value.strip()
-        if not text.isdigit() or int(text) > _UINT32_MAX:
-            sys.stderr.write(f"scontrol: error: Invalid Priority value: {value}\n")
-            return None
-        return text
-    if key == "TimeLimit":
-        from plurm.grammar.timefmt import parse_time_limit
-
-        try:
-            parse_time_limit(value)
-        except ValueError:
-            sys.stderr.write("scontrol: error: Invalid TimeLimit value\n")
-            return None
-        return value
-    if key == "Nice":
-        text = value.strip()
-        sign = -1 if text.startswith("-") else 1
-        digits = text[1:] if text[:1] in ("+", "-") else text
-        digits = digits[:len(digits) - len(digits.lstrip("0123456789"))]  # the leading digits
-        number = sign * int(digits or 0)
-        if abs(number) > _NICE_MAX:
-            sys.stderr.write(f"scontrol: error: Nice value out of range (+/- {_NICE_MAX}). Value ignored\n")
-            return None
-        return str(number)
-    return value
 
 
 def _slurm_message(text: str) -> str:
