@@ -46,9 +46,9 @@ class Service:
 
     def require_admin(self, who: Identity | None) -> None:
         """Administrators (and root, SlurmUser) only: what changes the cluster itself (nodes),
-        Operators not.  (Slurm's words are "Invalid user id"; plurm says access denied.)"""
+        Operators not.  Slurm's words for it: "Invalid user id" (slurm_update error: ...)."""
         if not authz.is_admin(who, self.core.accounts):
-            raise authz.denied()
+            raise authz.denied("Invalid user id")
 
     def private(self, kind: str, who: Identity | None) -> bool:
         """Whether PrivateData=<kind> hides others' records from this sender."""

@@ -9,7 +9,8 @@ that a filter is never silently dropped): cancelling a single step (``12.0``), `
 
 As Slurm: a job that does not exist or has already ended is reported only with ``-v``,
 and is not an error when the signal is SIGKILL (plain cancel); any other failure prints
-``scancel: error: Kill job error on job id N: ...`` and exits 1.
+``scancel: error: Kill job error on job id N: ...`` and exits 1 (210 when the job is
+someone else's: Slurm exits with ESLURM_ACCESS_DENIED's low byte).
 
 Start-up budget: stdlib only (json through the client) and the command-line kit.
 """
@@ -245,8 +246,12 @@ def cancel(opts: Options, send=None) -> int:
         if (opts.verbose or not gone) and not (opts.quiet and gone):
             sys.stderr.write(f"{PROG}: error: Kill job error on job id {result.get('job')}: {result['error']}\n")
         if not (gone and sig == SIGKILL):
-            rc = 1
+            # Slurm exits with its error number's low byte: 210 for ESLURM_ACCESS_DENIED (2002).
+            rc = max(rc, ACCESS_DENIED_EXIT if code == "AccessDenied" else 1)
     return rc
+
+
+ACCESS_DENIED_EXIT = 2002 & 0xFF
 
 
 # Slurm 22.05's text, byte for byte.

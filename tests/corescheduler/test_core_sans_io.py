@@ -111,7 +111,7 @@ def test_authorization_comes_from_the_identity() -> None:
     assert "error" not in reply["results"][0] and core.jobs[job_id].time_limit == 10
     reply = service.cancel(protocol.CancelJob(job_ids=[str(job_id)]), BOB, T0)
     assert reply["results"][0]["code"] == "AccessDenied" and core.jobs[job_id].state == model.PENDING
-    with pytest.raises(RequestError, match="permission denied"):
+    with pytest.raises(RequestError, match="Invalid user id"):
         service.update_node(protocol.UpdateNode(nodes=["n1"], state="DRAIN", reason="x"), ALICE, T0)
     service.update_node(protocol.UpdateNode(nodes=["n1"], state="DRAIN", reason="fan"), ROOT, T0 + 5)
     assert (core.nodes["n1"].drain, core.nodes["n1"].reason_user, core.nodes["n1"].reason_time) == (True, "root",

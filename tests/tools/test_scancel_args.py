@@ -87,8 +87,10 @@ def test_unknown_job_with_signal_is_an_error():
 def test_other_errors_are_printed():
     reply = {"results": [{"job": "12", "error": "Access/permission denied", "code": "AccessDenied"}]}
     rc, err, _ = run_cancel(parse("12"), reply)
-    assert rc == 1
+    assert rc == 210  # the real Slurm's (tests/security/reference/slurm-22.05-authz/s1_b_scancel_pending)
     assert err == "scancel: error: Kill job error on job id 12: Access/permission denied\n"
+    reply = {"results": [{"job": "12", "error": "Job/step already completing or completed", "code": "Busy"}]}
+    assert run_cancel(parse("12"), reply)[0] == 1
 
 
 def test_verbose_signal_line():

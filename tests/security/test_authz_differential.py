@@ -1,0 +1,104 @@
+"""Slurm's authorization rules, end to end, beside what the real Slurm printed.
+
+The same commands as ``tests/security/anchor/capture_authz.sh`` ran against the real Slurm
+22.05 (munge, the same two users), here against a plurm cluster with auth/munge, run as
+the real users plurmta and plurmtb.  Each case compares the exit code and stderr with the
+captured file (``tests/security/reference/slurm-22.05-authz/NAME.stderr.txt``), after
+putting this run's job id where the capture has its own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mungetest import start_munge_cluster
+
+REF = Path(__file__).resolve().parent / "reference" / "slurm-22.05-authz"
+CAPTURE_IDS = {"s1_b_scancel_pending": 1, "s2_b_hold": 1, "s2_b_release": 1, "s2_b_update_timelimit": 1,
+               "s2_b_update_jobname": 1, "s2_b_signal": 2, "s3_priority_higher": 3, "s3_nice_negative": 3,
+               "s8_priority_abc": 9, "s7_pd_b_squeue_j_a": 32, "s7_pd_b_show_job_a": 32}
+
+
+def _reference(name: str, job_id: int | None) -> tuple[int, str, str]:
+    row = next(line for line in (REF / "INDEX.md").read_text().splitlines() if line.startswith(f"| {name} |"))
+    rc = int(row.split("|")[4])
+    stderr = (REF / f"{name}.stderr.txt").read_text()
+    stdout = (REF / f"{name}.txt").read_text()
+    if job_id is not None:
+        stderr = stderr.replace(str(CAPTURE_IDS[name]), str(job_id))
+    return rc, stderr, stdout
+
+
+@pytest.fixture(scope="module")
+def munge_cluster(munged, test_users):
+    """As the capture's cluster: multifactor priorities (a new job's priority is small, so
+    Priority=100000 raises it)."""
+    cluster = start_munge_cluster(munged, extra="PriorityType=priority/multifactor\nPriorityWeightAge=1000\n"
+                                                "PriorityWeightFairshare=10000\nPriorityWeightJobSize=1000")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def jobs(munge_cluster, test_users):
+    """plurmta's pending job (held off with --begin) and running job."""
+    a = test_users["plurmta"]
+    pending = munge_cluster.sbatch_as(a, "--begin=now+3600", "-t", "30", "-J", "a_pend", "--wrap", "true")
+    running = munge_cluster.sbatch_as(a, "-J", "a_run", "-o", "/dev/null", "--wrap", "sleep 300")
+    munge_cluster.wait_state(running, "RUNNING")
+    yield {"pending": pending, "running": running}
+    munge_cluster.run("scancel", str(pending), str(running))
+
+
+CASES = [  # (reference name, user, which job, command line with {J})
+    ("s1_b_scancel_pending", "plurmtb", "pending", ["scancel", "{J}"]),
+    ("s2_b_signal", "plurmtb", "running", ["scancel", "-s", "USR1", "{J}"]),
+    ("s2_b_hold", "plurmtb", "pending", ["scontrol", "hold", "{J}"]),
+    ("s2_b_release", "plurmtb", "pending", ["scontrol", "release", "{J}"]),
+    ("s2_b_update_timelimit", "plurmtb", "pending", ["scontrol", "update", "JobId={J}", "TimeLimit=5"]),
+    ("s2_b_update_jobname", "plurmtb", "pending", ["scontrol", "update", "JobId={J}", "JobName=stolen"]),
+    ("s3_priority_higher", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "Priority=100000"]),
+    ("s3_nice_negative", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "Nice=-10"]),
+    ("s8_priority_abc", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "Priority=abc"]),
+    ("s5_a_drain", "plurmta", None, ["scontrol", "update", "NodeName=n1", "State=DRAIN", "Reason=x"]),
+    ("s6_a_add_account", "plurmta", None, ["sacctmgr", "-i", "add", "account", "foo"]),
+]
+
+
+@pytest.mark.parametrize("name,user,which,argv", CASES, ids=[c[0] for c in CASES])
+def test_refusals_match_the_real_slurm(munge_cluster, test_users, jobs, name, user, which, argv) -> None:
+    job_id = jobs[which] if which else None
+    rc, stderr, _ = _reference(name, job_id)
+    line = [part.replace("{J}", str(job_id)) for part in argv]
+    proc = munge_cluster.run_as(test_users[user], line[0], *line[1:])
+    assert (proc.returncode, proc.stderr) == (rc, stderr), proc
+    after = munge_cluster.job(jobs["pending"])
+    assert after.get("state", "PENDING") == "PENDING" and after["spec"]["name"] == "a_pend"  # unchanged
+    assert munge_cluster.job(jobs["running"]).get("state") == "RUNNING"
+
+
+def test_private_data_hides_the_other_users_jobs(munged, test_users) -> None:
+    """PrivateData=jobs: plurmtb sees no job of plurmta's, and asking for one by id is
+    'Invalid job id specified', as the real Slurm answers (s7_pd_*)."""
+    cluster = start_munge_cluster(munged, extra="PrivateData=jobs,usage,users,accounts")
+    try:
+        a, b = test_users["plurmta"], test_users["plurmtb"]
+        theirs = cluster.sbatch_as(a, "-J", "a_run", "-o", "/dev/null", "--wrap", "sleep 120")
+        mine = cluster.sbatch_as(b, "-J", "b_run", "-o", "/dev/null", "--wrap", "sleep 120")
+        cluster.wait_state(theirs, "RUNNING")
+        listed = cluster.run_as(b, "squeue", "-h", "-o", "%i %u")
+        assert listed.returncode == 0 and listed.stdout.split() == [str(mine), b.name], listed
+        assert cluster.run_as(b, "squeue", "-h", "-u", a.name).stdout == ""
+        for name, argv in (("s7_pd_b_squeue_j_a", ["squeue", "-j", str(theirs), "-o", "%i %u %t %j %r"]),
+                           ("s7_pd_b_show_job_a", ["scontrol", "show", "job", str(theirs)])):
+            rc, stderr, stdout = _reference(name, theirs)
+            proc = cluster.run_as(b, *argv)
+            assert (proc.returncode, proc.stderr, proc.stdout) == (rc, stderr, stdout), (name, proc)
+        everything = cluster.run("squeue", "-h", "-o", "%i")  # root sees both
+        assert sorted(everything.stdout.split()) == sorted([str(theirs), str(mine)])
+    finally:
+        cluster.stop()
