@@ -40,11 +40,13 @@ class JobEnds:
     # ------------------------------------------------------------------ job end
     def job_ended(self, job_id: int, exit_code: int, exit_signal: int, end_time: float | None, now: float,
                   timed_out: bool = False, usage_max: dict[str, str] | None = None,
-                  usage_ave: dict[str, str] | None = None) -> list[Outgoing]:
+                  usage_ave: dict[str, str] | None = None, launch_failed: bool = False) -> list[Outgoing]:
         self._at(now)
         job = self.jobs.get(job_id)
         if job is None or (job.state in model.FINISHED_STATES and not job.completing):
             return []  # already recorded: a resent report
+        if launch_failed and not job.cancel_state:
+            job.reason = "JobLaunchFailure"  # Slurm's reason for a batch job that never started
         end = end_time or now
         if job.cancel_state:
             state = job.cancel_state

@@ -184,6 +184,7 @@ class JobEnded(Msg):
     exit_signal: int = 0
     end_time: float = 0.0
     timed_out: bool = False
+    launch_failed: bool = False  # it never started: its files, its user or the Prolog failed
     tres_usage_max: dict[str, str] = {}  # accelerator usage sampled while it ran (sacct TRESUsageIn*)
     tres_usage_ave: dict[str, str] = {}
 

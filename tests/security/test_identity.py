@@ -216,7 +216,8 @@ def test_job_files_are_the_users_own_through_the_cluster(munge_cluster, users) -
     assert name == a.name and "plurmtgrp" in groups.split() and job_home == a.home
 
     shadow = munge_cluster.sbatch_as(a, "-i", "/etc/shadow", "-o", "shadow.out", "--wrap", "cat", cwd=a.home)
-    assert munge_cluster.wait_state(shadow, {"COMPLETED", "FAILED"})["state"] == "FAILED"
+    failed = munge_cluster.wait_state(shadow, {"COMPLETED", "FAILED"})
+    assert (failed["state"], failed["reason"]) == ("FAILED", "JobLaunchFailure")  # as Slurm's (s10_*)
     assert "root:" not in ((home / "shadow.out").read_text() if (home / "shadow.out").exists() else "")
     forbidden = Path(tempfile.mkdtemp(prefix="plurm-rootonly-"))  # mode 0700, root's
     target = forbidden / "owned.out"
