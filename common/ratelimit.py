@@ -1,8 +1,9 @@
 """Log lines at a bounded rate: a flood of junk must not become a flood of warnings.
 
 Each kind of line (``key``) may be written ``burst`` times per ``window_s``; beyond
-that lines of the kind are counted, not written, and the next line of the kind that
-is written says how many were suppressed.  The daemons use it for what a remote
+that lines of the kind are counted, not written: the first line held back says so
+(one line), and the next line of the kind that is written says how many were
+suppressed.  The daemons use it for what a remote
 peer can trigger at will (unauthenticated or malformed messages, refusals).
 """
 
@@ -26,6 +27,9 @@ class RateLimitedLog:
         if now - start >= self.window_s:
             start, written = now, 0
         if written >= self.burst:
+            if not suppressed:
+                self.logger.warning("more than %d %r messages in %d s: suppressing them for the rest of the window",
+                                    self.burst, key, self.window_s)
             self._windows[key] = (start, written, suppressed + 1)
             return False
         if suppressed:
