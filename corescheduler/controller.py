@@ -37,7 +37,7 @@ import zmq
 
 from plurm.common.ratelimit import RateLimitedLog
 from plurm.wire import auth, authtype, envelope, model, protocol, stepcred
-from plurm.wire.hardening import bind_address, harden
+from plurm.wire.hardening import bind_address, guard, guarded_router
 from plurm.wire.client import daemon_uids, key_path_for
 from plurm.corescheduler.configure import core_from_conf, decay_half_life
 from plurm.corescheduler.dependency import dependency_targets
@@ -92,11 +92,11 @@ class Controller:
         self.service = Service(self.core)
         self.replays = envelope.ReplayGuard()
         self.ctx = zmq.Context()
-        self.sock = self.ctx.socket(zmq.ROUTER)
+        self.sock = guarded_router(self.ctx, self.conf)  # bounds on what a peer may cost (hardening.py)
         self.sock.setsockopt(zmq.LINGER, 1000)
         self.sock.setsockopt(zmq.SNDHWM, 100000)
-        harden(self.sock)
         self.bind_addr = bind_address(self.conf.slurmctld_addr)
+        self.peer_guard = guard(self.sock, self.conf.slurmctld_port)
         self.sock.bind(f"tcp://{self.bind_addr}:{self.conf.slurmctld_port}")
         self.outbox: list[list[bytes]] = []
         self.running = True
@@ -188,6 +188,9 @@ class Controller:
             self.log_limit.warning("malformed", "bad message: %s", exc)
             self.reply_error(ident, None, str(exc), exc.code)
             return
+        except Exception as exc:  # a bug in the checks: never a way to stop the daemon
+            self.log_limit.warning("unauthenticated", "dropped unreadable message: %r", exc)
+            return
         # From here on the sender is who the credential proves, whatever the header claimed.
         header["uid"], header["gid"] = sender.uid, sender.gid
         msg_type = header["type"]
@@ -198,13 +201,13 @@ class Controller:
             return
         handler = self.handlers.get(msg_type)
         if handler is None:
-            log.warning("unknown message type %r", msg_type)
+            self.log_limit.warning("unknown", "unknown message type %r", msg_type)
             self.reply_error(ident, header.get("id"), f"unknown message type {msg_type!r}", "UnknownMessage")
             return
         try:
             msg = protocol.decode_body(msg_type, raw)
         except protocol.SchemaError as exc:
-            log.warning("%s", exc)
+            self.log_limit.warning("malformed", "%s", exc)
             self.reply_error(ident, header.get("id"), str(exc), "MalformedMessage")
             return
         try:

@@ -31,7 +31,7 @@ import zmq
 from plurm.common.ratelimit import RateLimitedLog
 from plurm.wire import auth, authtype, envelope, protocol, stepcred
 from plurm.wire.client import daemon_uids, key_path_for
-from plurm.wire.hardening import harden
+from plurm.wire.hardening import bind_address, guard, guarded_router
 from plurm.common import environment
 from plurm.nodeagent import launch
 from plurm.nodeagent.devices import NodeDevices, UsageStats
@@ -90,11 +90,11 @@ class NodeDaemon:
         self.ctld.setsockopt(zmq.RECONNECT_IVL, 100)
         self.ctld.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
         self.ctld.connect(f"tcp://{self.conf.slurmctld_addr}:{self.conf.slurmctld_port}")
-        self.srv = self.ctx.socket(zmq.ROUTER)
+        self.srv = guarded_router(self.ctx, self.conf)  # bounds on what a peer may cost (hardening.py)
         self.srv.setsockopt(zmq.LINGER, 0)
-        harden(self.srv)
         port = self.node_conf.port or self.conf.slurmd_port
-        self.srv.bind(f"tcp://{self.node_conf.addr if self.node_conf.addr != 'localhost' else '127.0.0.1'}:{port}")
+        self.peer_guard = guard(self.srv, port)
+        self.srv.bind(f"tcp://{bind_address(self.node_conf.addr)}:{port}")
         # SIGCHLD wakes the poll loop so that job ends are reported at once.
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -177,7 +177,10 @@ class NodeDaemon:
 
     def _open(self, frames: list[bytes]) -> tuple[dict, Any] | None:
         """(header, typed body) of an authenticated message; the header's uid and gid are
-        replaced by the ones its credential proves."""
+        replaced by the ones its credential proves.  An authenticated message that is
+        malformed gives (header or {}, the WireError to answer with); an unauthenticated
+        one None (dropped unanswered)."""
+        header: dict = {}
         try:
             header, raw, sender = envelope.open_envelope(self.auth, frames)
             self.replays.check(header)
@@ -185,8 +188,15 @@ class NodeDaemon:
             return header, protocol.decode_body(header["type"], raw)
         except envelope.AuthError as exc:
             self.log_limit.warning("unauthenticated", "dropped unauthenticated message: %s", exc)
-        except (envelope.WireError, protocol.SchemaError) as exc:
+        except envelope.WireError as exc:
             self.log_limit.warning("malformed", "bad message: %s", exc)
+            return header, exc
+        except protocol.SchemaError as exc:
+            self.log_limit.warning("malformed", "bad message: %s", exc)
+            known = header.get("type") in protocol.MESSAGE_TYPES
+            return header, envelope.WireError(str(exc), "MalformedMessage" if known else "UnknownMessage")
+        except Exception as exc:  # a bug in the checks: never a way to stop the daemon
+            self.log_limit.warning("unauthenticated", "dropped unreadable message: %r", exc)
         return None
 
     # ------------------------------------------------------------------ controller messages
@@ -194,8 +204,8 @@ class NodeDaemon:
         if frames and frames[0] == b"":
             frames = frames[1:]
         opened = self._open(frames)
-        if opened is None:
-            return
+        if opened is None or isinstance(opened[1], envelope.WireError):
+            return  # (the controller waits for no answer)
         header, msg = opened
         kind = header["type"]
         if header["uid"] not in self.daemon_uids:
@@ -294,6 +304,11 @@ class NodeDaemon:
         if opened is None:
             return
         header, msg = opened
+        parent = header.get("id") if isinstance(header.get("id"), str) else None  # whatever the sender wrote
+        if isinstance(msg, envelope.WireError):
+            body = {"message": str(msg), "code": msg.code}
+            self.srv.send_multipart([ident, b""] + envelope.seal(self.auth, "error", body, parent))
+            return
         reply: dict[str, Any]
         try:
             if header["type"] == "launch_tasks":
@@ -314,7 +329,7 @@ class NodeDaemon:
             reply = {"error": str(exc)}
         kind = "error" if "error" in reply else "reply"
         body = {"message": reply["error"], "code": "LaunchError"} if kind == "error" else reply
-        self.srv.send_multipart([ident, b""] + envelope.seal(self.auth, kind, body, header.get("id")))
+        self.srv.send_multipart([ident, b""] + envelope.seal(self.auth, kind, body, parent))
 
     def launch_step(self, header: dict, msg: protocol.LaunchTasks) -> dict[str, Any]:
         try:

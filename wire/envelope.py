@@ -37,6 +37,9 @@ MAX_CLOCK_SKEW_S = 300.0
 # tick apart: a message captured before a restart cannot be replayed after it (the
 # replay cache of ids is in memory only).
 RESTART_SLACK_S = 1.0
+# A header's message type and id are short words; longer ones are refused (the replay
+# cache keeps every id it saw for 2 x MAX_CLOCK_SKEW_S).
+MAX_HEADER_STRING = 128
 
 
 class WireError(Exception):
@@ -109,16 +112,24 @@ def open_envelope(auth: AuthPlugin, frames: list[bytes], allow_replay: bool = Fa
         raise AuthError(str(exc)) from None
     try:
         header = json.loads(header_raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
         raise WireError(f"malformed header: {exc}") from None
     if not isinstance(header, dict) or not isinstance(header.get("type"), str):
         raise WireError("malformed header: no message type")
+    if len(header["type"]) > MAX_HEADER_STRING or len(str(header.get("id", ""))) > MAX_HEADER_STRING:
+        raise WireError("malformed header: message type or id too long")
     if header.get("v") != PROTOCOL_VERSION:
-        raise WireError(f"unsupported protocol version {header.get('v')!r}", "ProtocolVersionError")
+        raise WireError(f"unsupported protocol version {_short(header.get('v'))}", "ProtocolVersionError")
     sent = header.get("time")
-    if not isinstance(sent, (int, float)) or abs(time.time() - sent) > MAX_CLOCK_SKEW_S:
+    if isinstance(sent, bool) or not isinstance(sent, (int, float)) or not -1e12 < sent < 1e12 \
+            or abs(time.time() - sent) > MAX_CLOCK_SKEW_S:
         raise AuthError("message too old or clock skew too large")
     return Opened(header, body, sender)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class ReplayGuard:

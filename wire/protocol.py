@@ -302,6 +302,8 @@ def decode_body(msg_type: str, body: bytes) -> Msg:
         return decoder.decode(body)
     except msgspec.DecodeError as exc:
         raise SchemaError(f"malformed {msg_type} message: {exc}") from None
+    except RecursionError:  # msgspec's own depth limit
+        raise SchemaError(f"malformed {msg_type} message: nested too deeply") from None
 
 
 def encode(obj: Any) -> bytes:
