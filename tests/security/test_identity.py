@@ -225,3 +225,68 @@ def test_job_files_are_the_users_own_through_the_cluster(munge_cluster, users) -
     assert munge_cluster.wait_state(job_id, {"COMPLETED", "FAILED"})["state"] == "FAILED"
     assert not target.exists()
     forbidden.rmdir()
+
+
+def test_steps_run_as_the_jobs_owner_and_only_the_owner_launches_them(munge_cluster, users) -> None:
+    """srun as plurmta: tasks run as plurmta on both nodes.  plurmtb cannot start tasks in
+    plurmta's job: not with srun --jobid, not with a launch request of its own, not even
+    with a genuine step credential that names plurmta."""
+    from plurm.wire import stepcred
+    from plurm.wire.client import Connection
+
+    a, b = users
+    proc = munge_cluster.run_as(a, "srun", "-N2", "-n2", "-l", "sh", "-c", "id -u")
+    assert proc.returncode == 0, proc
+    assert sorted(proc.stdout.splitlines()) == [f"0: {a.uid}", f"1: {a.uid}"]
+    job_id = munge_cluster.sbatch_as(a, "-o", "/dev/null", "--wrap", "sleep 60", cwd=a.home)
+    munge_cluster.wait_state(job_id, "RUNNING")
+    try:
+        stolen = munge_cluster.run_as(b, "srun", f"--jobid={job_id}", "id", "-u")
+        assert stolen.returncode != 0 and str(a.uid) not in stolen.stdout, stolen
+        node = munge_cluster.job(job_id)["nodes"][0]
+        addr = next(n for n in munge_cluster.request("node_info", {})["nodes"] if n["name"] == node)
+        settings = read_settings(str(munge_cluster.conf))
+        controller = MungeAuth({"socket": settings.auth_info.split("=", 1)[1]})  # root: a daemon's uid
+        genuine = stepcred.issue(controller, job_id, 7, a.uid, a.gid, [node])
+        marker = Path(a.home) / "launched-by-b"
+        marker.unlink(missing_ok=True)
+        body = {"job_id": job_id, "step_id": 7, "node_id": 0, "task_ids": [0], "ntasks": 1, "nodelist": [node],
+                "tasks_per_node": [1], "argv": ["/bin/touch", str(marker)], "work_dir": a.home,
+                "uid": a.uid, "gid": a.gid, "credential": genuine, "io_key": "k" * 64}
+        for credential in ({}, genuine):
+            reply = munge_cluster.run_as_python(
+                b, "-c", "import json,sys; from plurm.wire.client import *; s=read_settings();"
+                f"c=Connection(s, host='127.0.0.1', port={addr['port']});"
+                "\ntry: print(json.dumps(c.request('launch_tasks', json.loads(sys.argv[1]))))"
+                "\nexcept ClientError as e: print(json.dumps({'error': str(e)}))",
+                json.dumps(dict(body, credential=credential)))
+            assert "Invalid job credential" in reply.stdout, reply
+        time.sleep(1)
+        assert not marker.exists()
+    finally:
+        munge_cluster.run("scancel", str(job_id))
+
+
+def test_a_user_runs_a_local_cluster_of_their_own_without_root(test_users) -> None:
+    """`plurm cluster up` as a plain user, no configuration file: auth/local, the user's key."""
+    a = test_users["plurmta"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(HOME=a.home, USER=a.name, LOGNAME=a.name, PLURM_HOME=f"{a.home}/.plurm-test")
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(command(argv[0]) + list(argv[1:]), capture_output=True, text=True, env=env,
+                              cwd=a.home, timeout=120, **as_user(a))
+
+    up = run("plurm", "cluster", "up", "--nodes", "1", "--cpus-per-node", "1", "--memory-per-node", "500")
+    try:
+        assert up.returncode == 0, up
+        key = Path(a.home) / ".plurm-test" / "cluster" / "slurm.key"
+        assert (os.stat(key).st_uid, os.stat(key).st_mode & 0o777) == (a.uid, 0o600)
+        submitted = run("sbatch", "--parsable", "-o", "own.out", "--wrap", "id -un")
+        assert submitted.returncode == 0, submitted
+        wait_for(lambda: (Path(a.home) / "own.out").exists() and (Path(a.home) / "own.out").read_text(),
+                 timeout=30, what="the job's output")
+        assert (Path(a.home) / "own.out").read_text() == f"{a.name}\n"
+    finally:
+        run("plurm", "cluster", "down")
+        subprocess.run(["rm", "-rf", f"{a.home}/.plurm-test", f"{a.home}/own.out"])
