@@ -94,12 +94,12 @@ def check_submission(spec: Any, max_script_size: int, privileged: bool) -> None:
     for name, limit in STRING_LIMITS.items():
         value = getattr(spec, name, None)
         if value is not None and len(value) > limit:
-            raise RequestError(TOO_LONG, "PathnameTooLong", f"job_desc.{name} too long, {len(value)} > {limit}")
+            raise RequestError(TOO_LONG, "PathnameTooLong")  # (slurmctld logs job_desc.NAME too long)
     script = spec.script
     if script is not None and len(script) * 4 > max_script_size:  # (4: the most bytes a character takes)
         size = len(script.encode("utf-8", "surrogateescape"))
         if size > max_script_size:
-            raise RequestError(TOO_LONG, "PathnameTooLong", f"job_desc.script too long, {size} > {max_script_size}")
+            raise RequestError(TOO_LONG, "PathnameTooLong")
     if spec.nice and abs(spec.nice) > NICE_LIMIT:
         raise RequestError("Invalid nice value", "InvalidNice")
     if spec.nice < 0 and not privileged:

@@ -9,6 +9,7 @@ putting this run's job id where the capture has its own.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -18,12 +19,14 @@ from mungetest import start_munge_cluster
 REF = Path(__file__).resolve().parent / "reference" / "slurm-22.05-authz"
 CAPTURE_IDS = {"s1_b_scancel_pending": 1, "s2_b_hold": 1, "s2_b_release": 1, "s2_b_update_timelimit": 1,
                "s2_b_update_jobname": 1, "s2_b_signal": 2, "s3_priority_higher": 3, "s3_nice_negative": 3,
+               "s3_priority_lower": 3, "s3_timelimit_lower": 3, "s3_timelimit_higher": 3, "s3_nice_positive": 3,
+               "s4_a_hold_own": 7, "s4_a_release_own": 7, "s8_timelimit_abc": 9, "s8_unknown_key": 9,
                "s8_priority_abc": 9, "s7_pd_b_squeue_j_a": 32, "s7_pd_b_show_job_a": 32}
 
 
 def _reference(name: str, job_id: int | None) -> tuple[int, str, str]:
     row = next(line for line in (REF / "INDEX.md").read_text().splitlines() if line.startswith(f"| {name} |"))
-    rc = int(row.split("|")[4])
+    rc = int(re.split(r"(?<!\\)\|", row)[4])  # (a command's own pipes are written \|)
     stderr = (REF / f"{name}.stderr.txt").read_text()
     stdout = (REF / f"{name}.txt").read_text()
     if job_id is not None:
@@ -36,7 +39,8 @@ def munge_cluster(munged, test_users):
     """As the capture's cluster: multifactor priorities (a new job's priority is small, so
     Priority=100000 raises it)."""
     cluster = start_munge_cluster(munged, extra="PriorityType=priority/multifactor\nPriorityWeightAge=1000\n"
-                                                "PriorityWeightFairshare=10000\nPriorityWeightJobSize=1000")
+                                                "PriorityWeightFairshare=10000\nPriorityWeightJobSize=1000\n"
+                                                "PartitionName=restricted Nodes=ALL AllowGroups=root")
     try:
         yield cluster
     finally:
@@ -66,14 +70,40 @@ CASES = [  # (reference name, user, which job, command line with {J})
     ("s8_priority_abc", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "Priority=abc"]),
     ("s5_a_drain", "plurmta", None, ["scontrol", "update", "NodeName=n1", "State=DRAIN", "Reason=x"]),
     ("s6_a_add_account", "plurmta", None, ["sacctmgr", "-i", "add", "account", "foo"]),
+    # what the owner may do to their own pending job (exit 0, nothing on stderr) and may not
+    ("s3_timelimit_lower", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "TimeLimit=20"]),
+    ("s3_timelimit_higher", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "TimeLimit=60"]),
+    ("s3_nice_positive", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "Nice=10"]),
+    ("s3_priority_lower", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "Priority=1"]),
+    ("s4_a_hold_own", "plurmta", "pending", ["scontrol", "hold", "{J}"]),
+    ("s4_a_release_own", "plurmta", "pending", ["scontrol", "release", "{J}"]),
+    ("s3_sbatch_restricted", "plurmta", None, ["sbatch", "-p", "restricted", "--wrap", "true"]),
+    ("s8_timelimit_abc", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "TimeLimit=abc"]),
+    ("s8_jobid_abc", "plurmta", None, ["scontrol", "update", "JobId=abc", "TimeLimit=5"]),
+    ("s8_unknown_key", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "Bogus=1"]),
+    ("s8_sbatch_4MiB_plus1", "plurmta", None, ["sbatch", "--begin=now+3600", "{SCRIPT:4194305}"]),
+    ("s8_sbatch_name_1025", "plurmta", None, ["sbatch", "--begin=now+3600", "-t", "10", "-J", "n" * 1025,
+                                              "--wrap", "sleep 600"]),
+    ("s9_a_uid0", "plurmta", None, ["sbatch", "--uid=0", "--wrap", "id"]),
+    ("s9_a_gid0", "plurmta", None, ["sbatch", "--gid=0", "--wrap", "id"]),
 ]
+
+
+def _script(home: str, size: int) -> str:
+    """A batch script of exactly ``size`` bytes (a shebang, then one long comment)."""
+    path = Path(home) / f"big-{size}.sh"
+    head = b"#!/bin/sh\n#"
+    path.write_bytes(head + b"x" * (size - len(head) - 1) + b"\n")
+    return str(path)
 
 
 @pytest.mark.parametrize("name,user,which,argv", CASES, ids=[c[0] for c in CASES])
 def test_refusals_match_the_real_slurm(munge_cluster, test_users, jobs, name, user, which, argv) -> None:
     job_id = jobs[which] if which else None
     rc, stderr, _ = _reference(name, job_id)
-    line = [part.replace("{J}", str(job_id)) for part in argv]
+    home = test_users[user].home
+    line = [_script(home, int(part[8:-1])) if part.startswith("{SCRIPT:") else part.replace("{J}", str(job_id))
+            for part in argv]
     proc = munge_cluster.run_as(test_users[user], line[0], *line[1:])
     assert (proc.returncode, proc.stderr) == (rc, stderr), proc
     after = munge_cluster.job(jobs["pending"])
