@@ -226,12 +226,7 @@ class PluginManager:
 
     def get_preempt_plugin(self, name: str) -> PreemptPlugin:
         """The policy that slurm.conf's ``PreemptType=preempt/NAME`` selects."""
-        plugins = self.get_preempt_plugins()
-        try:
-            return plugins[name]
-        except KeyError:
-            valid = ", ".join(f"preempt/{n}" for n in plugins) or "(none registered)"
-            raise UnknownPluginError(f"unknown PreemptType preempt/{name} (valid: {valid})") from None
+        return _selected(self.get_preempt_plugins(), name, "PreemptType", "preempt")
 
     def get_auth_types(self) -> dict[str, AuthTypePlugin]:
         """Every registered credential plugin, by name (``plurm_register_auth_types``)."""
@@ -241,21 +236,11 @@ class PluginManager:
 
     def get_auth_type(self, name: str) -> AuthTypePlugin:
         """The plugin that slurm.conf's ``AuthType=auth/NAME`` selects."""
-        plugins = self.get_auth_types()
-        try:
-            return plugins[name]
-        except KeyError:
-            valid = ", ".join(f"auth/{n}" for n in plugins) or "(none registered)"
-            raise UnknownPluginError(f"unknown AuthType auth/{name} (valid: {valid})") from None
+        return _selected(self.get_auth_types(), name, "AuthType", "auth")
 
     def get_priority_plugin(self, name: str) -> PriorityPlugin:
         """The plugin that slurm.conf's ``PriorityType=priority/NAME`` selects."""
-        plugins = self.get_priority_plugins()
-        try:
-            return plugins[name]
-        except KeyError:
-            valid = ", ".join(f"priority/{n}" for n in plugins) or "(none registered)"
-            raise UnknownPluginError(f"unknown PriorityType priority/{name} (valid: {valid})") from None
+        return _selected(self.get_priority_plugins(), name, "PriorityType", "priority")
 
     def accel_backend_names(self) -> list[str]:
         return list(self.get_accel_backends())
@@ -269,6 +254,15 @@ class PluginManager:
             valid = ", ".join(backends) or "(none registered)"
             raise UnknownPluginError(f"unknown accelerator backend {name!r} "
                                      f"(valid: {valid})") from None
+
+
+def _selected(plugins: dict[str, Any], name: str, key: str, prefix: str) -> Any:
+    """The record slurm.conf's ``KEY=PREFIX/NAME`` selects; UnknownPluginError lists the valid ones."""
+    try:
+        return plugins[name]
+    except KeyError:
+        valid = ", ".join(f"{prefix}/{n}" for n in plugins) or "(none registered)"
+        raise UnknownPluginError(f"unknown {key} {prefix}/{name} (valid: {valid})") from None
 
 
 def _with_package(record: AccelBackend, package: str) -> AccelBackend:

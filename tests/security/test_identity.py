@@ -25,6 +25,16 @@ from plurmtest import command, start_cluster, wait_for
 FORGE = Path(__file__).with_name("forge.py")
 
 
+def _dealer(settings, timeout_ms: int) -> tuple[zmq.Context, zmq.Socket]:
+    """A raw DEALER to the controller, for messages the commands would never send."""
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.RCVTIMEO, timeout_ms)
+    sock.connect(f"tcp://{settings.host}:{settings.port}")
+    return ctx, sock
+
+
 def _forge(cluster, user, msg_type: str, body: dict, claimed_uid: int = 0) -> dict:
     proc = cluster.run_as_python(user, str(FORGE), msg_type, json.dumps(body), str(claimed_uid))
     assert proc.returncode == 0, proc
@@ -124,11 +134,7 @@ def test_a_uid_unknown_to_the_user_database_is_refused(munge_cluster) -> None:
 def test_a_munge_credential_cannot_be_replayed(munge_cluster) -> None:
     settings = read_settings(str(munge_cluster.conf))
     munge = MungeAuth({"socket": settings.auth_info.split("=", 1)[1]})
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.RCVTIMEO, 2000)
-    sock.connect(f"tcp://{settings.host}:{settings.port}")
+    ctx, sock = _dealer(settings, 2000)
     try:
         frames = envelope.seal(munge, "submit_job", {"spec": {"script": "#!/bin/sh\ntrue\n", "work_dir": "/tmp"}})
         sock.send_multipart([b""] + frames)
@@ -171,11 +177,7 @@ def test_a_local_message_replayed_after_a_controller_restart_is_refused(fresh_cl
                            {"spec": {"script": "#!/bin/sh\ntrue\n", "work_dir": "/tmp", "name": "captured"}})
 
     def send() -> list[bytes] | None:
-        ctx = zmq.Context()
-        sock = ctx.socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.RCVTIMEO, 3000)
-        sock.connect(f"tcp://{settings.host}:{settings.port}")
+        ctx, sock = _dealer(settings, 3000)
         try:
             sock.send_multipart([b""] + frames)
             return sock.recv_multipart()
