@@ -82,6 +82,7 @@ class NodeDaemon:
         self.steps: dict[tuple[int, int], subprocess.Popen] = {}
         self.unacked: dict[int, dict[str, Any]] = {}
         self.step_kill_at: dict[tuple[int, int], float] = {}
+        self.epilog_due: set[int] = set()  # jobs ended here without a batch script: Epilog once their steps are gone
         self.replays = envelope.ReplayGuard()
         self.ctx = zmq.Context()
         self.ctld = self.ctx.socket(zmq.DEALER)
@@ -267,6 +268,8 @@ class NodeDaemon:
 
     def terminate(self, job_id: int, kill_wait: float, signum: int = signal.SIGTERM, batch_host: str = "") -> None:
         procs = self._processes(job_id)
+        if job_id not in self.jobs:  # its steps' node (no batch script here): Epilog when they are gone
+            self.epilog_due.add(job_id)
         if not procs:
             if batch_host == self.name and job_id not in self.unacked:
                 # The controller waits for a job this node no longer has
@@ -345,8 +348,13 @@ class NodeDaemon:
             self._bind_step(msg)
         from plurm.nodeagent.prolog import NodeScripts
 
-        proc = launch.start_stepd(msg, self.name, self.spool, self.key_path,
-                                  task_prolog=NodeScripts.of(self).task_prolog)
+        scripts = NodeScripts.of(self)
+        if msg.job_id not in scripts.epilogs and scripts.run_prolog(
+                self._step_job(msg, terms["nodes"]), self.name, self.conf_path, self.where,
+                self.accel.binding) is not None:
+            scripts.run_epilog(msg.job_id, self.name, self.conf_path)
+            return {"error": "Job's prolog failed"}
+        proc = launch.start_stepd(msg, self.name, self.spool, self.key_path, task_prolog=scripts.task_prolog)
         self.steps[(msg.job_id, msg.step_id)] = proc
         return {"ok": True, "pid": proc.pid}
 
@@ -357,6 +365,22 @@ class NodeDaemon:
                 msg.environment.pop(var, None)
             for name, indices in msg.job_gres.items():
                 msg.environment.update(self.accel.binding(name, indices))
+
+    @staticmethod
+    def _step_job(msg: protocol.LaunchTasks, nodes: list[str]) -> dict[str, Any]:
+        """The job as a Prolog sees it, on a node where its first process is a step (slurmd runs
+        the Prolog at a job's first launch on each node): from the step's credential and
+        environment."""
+        import pwd
+
+        try:
+            user = pwd.getpwuid(msg.uid).pw_name
+        except KeyError:
+            user = str(msg.uid)
+        env = msg.environment
+        job_nodes = _expand(env["SLURM_JOB_NODELIST"]) if env.get("SLURM_JOB_NODELIST") else list(msg.nodelist)
+        return {"job_id": msg.job_id, "partition": env.get("SLURM_JOB_PARTITION", ""), "nodes": job_nodes or nodes,
+                "spec": {"user_id": msg.uid, "group_id": msg.gid, "user": user}}
 
     @property
     def key_path(self) -> str:
@@ -390,6 +414,11 @@ class NodeDaemon:
             elif key in self.step_kill_at and now >= self.step_kill_at[key]:
                 _kill_group(proc.pid, signal.SIGKILL)
                 del self.step_kill_at[key]
+        for job_id in [j for j in self.epilog_due if not any(k[0] == j for k in self.steps)]:
+            self.epilog_due.discard(job_id)
+            from plurm.nodeagent.prolog import NodeScripts
+
+            NodeScripts.of(self).run_epilog(job_id, self.name, self.conf_path)
 
     # ------------------------------------------------------------------ loop
     def run(self) -> None:
@@ -430,6 +459,12 @@ class NodeDaemon:
 
     def stop(self, *_args: Any) -> None:
         self.running = False
+
+
+def _expand(hostlist: str) -> list[str]:
+    from plurm.grammar.hostlist import expand
+
+    return expand(hostlist)
 
 
 def _kill_group(pid: int, signum: int) -> None:

@@ -40,3 +40,31 @@ def test_prolog_epilog_and_task_prolog_through_a_cluster(tmp_path: Path) -> None
         wait_for(lambda: "Prolog error" in cluster.run("sinfo", "-R", "-h", "-o", "%E").stdout, what="the drain")
     finally:
         cluster.down()
+
+
+def test_prolog_and_epilog_run_on_every_node_of_a_job(tmp_path: Path) -> None:
+    """slurmd runs the Prolog at a job's first process on each node (the batch script on the
+    first, its first step on the others) and the Epilog on each when the job ends."""
+    record = tmp_path / "record"
+    body = f"#!/bin/sh\necho $SLURM_SCRIPT_CONTEXT $SLURMD_NODENAME $SLURM_JOB_ID $SLURM_JOB_USER >> {record}\n"
+    prolog_path = write_program(tmp_path / "prolog", body)
+    epilog_path = write_program(tmp_path / "epilog", body)
+    cluster = start_cluster(tmp_path, nodes=2, cpus=1, memory=1000)
+    try:
+        cluster.down()
+        with open(cluster.conf, "a", encoding="utf-8") as handle:
+            handle.write(f"Prolog={prolog_path}\nEpilog={epilog_path}\n")
+        cluster.up()
+        work = tmp_path / "work"
+        work.mkdir()
+        job_id = cluster.sbatch("-N2", "--wrap", "srun -N2 true", cwd=work)
+        assert cluster.wait_state(job_id, {"COMPLETED", "FAILED"})["state"] == "COMPLETED"
+        wait_for(lambda: record.exists() and len(record.read_text().splitlines()) == 4, what="both epilogs")
+        lines = sorted(record.read_text().splitlines())
+        assert lines == sorted(f"{context}_slurmd {node} {job_id} root" for context in ("prolog", "epilog")
+                               for node in ("n1", "n2")), lines
+        # the step's node ran its Prolog before the step, and its Epilog after
+        order = [line.split()[0] for line in record.read_text().splitlines() if " n2 " in line]
+        assert order == ["prolog_slurmd", "epilog_slurmd"]
+    finally:
+        cluster.down()
