@@ -132,3 +132,12 @@ def test_private_data_hides_the_other_users_jobs(munged, test_users) -> None:
         assert sorted(everything.stdout.split()) == sorted([str(theirs), str(mine)])
     finally:
         cluster.stop()
+
+
+def test_dependencies_on_jobs_no_one_knows_are_dropped(munge_cluster, test_users) -> None:
+    """As the real Slurm does (s8_dependency_one_missing, s8_dependency_5000_missing): the
+    submission is accepted and the job runs."""
+    a = test_users["plurmta"]
+    for ids in ("999999", ":".join(str(i) for i in range(100001, 105001))):
+        job_id = munge_cluster.sbatch_as(a, "-o", "/dev/null", f"--dependency=afterok:{ids}", "--wrap", "true")
+        assert munge_cluster.wait_state(job_id, {"COMPLETED", "FAILED"}, timeout=60)["state"] == "COMPLETED"
