@@ -149,6 +149,8 @@ def batch_environment(job: dict[str, Any], submitted: dict[str, str], node_name:
     env = dict(submitted)
     env.update(job_variables(job, node_name, **where))
     env.update({"SLURM_GTIDS": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_PROCID": "0"})
+    if job.get("restarts"):  # a requeued job's run (Slurm sets it only from the first restart)
+        env["SLURM_RESTART_COUNT"] = str(job["restarts"])
     env.setdefault("ENVIRONMENT", "BATCH")
     return env
 

@@ -99,7 +99,22 @@ def settings_from_conf(conf: Any, slurm_user: str = "root") -> CoreSettings:
         slurm_user=slurm_user,
         private_data=private_data(conf.get("PrivateData")),
         max_script_size=max_script_size(sched_params),
+        cred_expire=cred_expire(conf.get("AuthInfo")),
     )
+
+
+def cred_expire(auth_info: str | None) -> float:
+    """AuthInfo=cred_expire=N (seconds, at least 5; 120 when not given or invalid, as Slurm):
+    how long a requeued job waits before it may start again (N + 1 seconds)."""
+    for item in (auth_info or "").split(","):
+        key, _, value = item.strip().partition("=")
+        if key.lower() == "cred_expire":
+            try:
+                seconds = int(value)
+            except ValueError:
+                return 120.0
+            return float(seconds) if seconds >= 5 else 120.0
+    return 120.0
 
 
 def private_data(value: str | None) -> frozenset[str]:

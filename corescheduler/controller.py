@@ -106,6 +106,8 @@ class Controller:
             "node_info": self.on_node_info,
             "cancel_job": self.on_cancel,
             "update_job": self.on_update_job,
+            "requeue_job": self.on_requeue_job,
+            "suspend_job": self.on_suspend_job,
             "update_node": self.on_update_node,
             "step_create": self.on_step_create,
             "step_complete": self.on_step_complete,
@@ -295,6 +297,12 @@ class Controller:
 
     def on_update_job(self, header: dict, msg: protocol.UpdateJob, ident: bytes) -> Any:
         return self.service.update_job(msg, self._who(header), time.time())
+
+    def on_requeue_job(self, header: dict, msg: protocol.RequeueJob, ident: bytes) -> Any:
+        return self.service.requeue_job(msg, self._who(header), time.time())
+
+    def on_suspend_job(self, header: dict, msg: protocol.SuspendJob, ident: bytes) -> Any:
+        return self.service.suspend_job(msg, self._who(header), time.time())
 
     def on_update_node(self, header: dict, msg: protocol.UpdateNode, ident: bytes) -> Any:
         return self.service.update_node(msg, self._who(header), time.time())

@@ -10,8 +10,9 @@ before it answers, and the simulator drops.  The controller, the tests and
 ``plurm simulate`` drive this same class.
 
 Jobs' ends and cancellations live in core_ends.py, preemption, suspension and requeue
-in core_preempt.py, node and step events in core_nodes.py, ``scontrol update`` in
-core_update.py (mixins of ``ClusterCore``, one role each); who may do what is authz.py.
+in core_preempt.py, ``scontrol requeue/suspend/resume`` in core_requeue.py, node and step
+events in core_nodes.py, ``scontrol update`` in core_update.py (mixins of ``ClusterCore``,
+one role each); who may do what is authz.py.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from plurm.corescheduler.backfill import BackfillParams, schedule_with_backfill
 from plurm.corescheduler.core_ends import JobEnds
 from plurm.corescheduler.core_nodes import NodeEvents
 from plurm.corescheduler.core_preempt import Preemption
+from plurm.corescheduler.core_requeue import JobControl
 from plurm.corescheduler.core_update import JobChanges, JobUpdates
 from plurm.corescheduler.dependency import Dependencies, dependency_targets
 from plurm.corescheduler.effects import Outgoing
@@ -84,9 +86,10 @@ class CoreSettings:
     # PrivateData: what only its owner and operators see (jobs, usage, users, accounts, ...)
     private_data: frozenset[str] = frozenset()
     max_script_size: int = authz.DEFAULT_MAX_SCRIPT_SIZE  # SchedulerParameters=max_script_size
+    cred_expire: float = 120.0  # AuthInfo=cred_expire: a requeued job waits this long + 1 s
 
 
-class ClusterCore(JobEnds, Preemption, NodeEvents, JobUpdates):
+class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates):
     def __init__(self, nodes: dict[str, Node], partitions: dict[str, Partition],
                  settings: CoreSettings | None = None, *, priority_policy: Any = None, preempt_policy: Any = None,
                  accounts: AccountBook | None = None, jobs: Iterable[Job] = (),
@@ -339,7 +342,7 @@ class ClusterCore(JobEnds, Preemption, NodeEvents, JobUpdates):
         candidates: list[tuple[Job, Demand]] = []
         # As Slurm: a higher PriorityTier partition's jobs are evaluated first, then by priority.
         tiers = {p.name: p.priority_tier for p in self.partitions.values()}
-        pending = sorted((j for j in self.jobs.values() if j.state == model.PENDING),
+        pending = sorted((j for j in self.jobs.values() if j.state == model.PENDING and not j.completing),
                          key=lambda j: (-tiers.get(j.partition, 0), -j.priority, j.job_id))
         running_tasks: dict[int, int] = {}
         ready_tasks: dict[int, list[int]] = {}  # array record -> the task ids that may start now, in order

@@ -74,6 +74,9 @@ class JobEnds:
         return out
 
     def _finish(self, job: Job, state: str, end: float, exit_code: int = 0, exit_signal: int = 0) -> list[Outgoing]:
+        if state == "REQUEUE":  # a requeued job whose end came another way (its node failed)
+            self._requeue(job, end)
+            return []
         was_allocated = job.state in (model.RUNNING, model.SUSPENDED) or job.completing
         job.state = state
         job.completing = False
@@ -132,7 +135,7 @@ class JobEnds:
             return [Outgoing(n, "signal_job", {"job_id": job.job_id, "signal": signal, "scope": scope})
                     for n in targets]
         job.cancel_uid = who.uid
-        if job.state == model.PENDING:
+        if job.state == model.PENDING and not job.completing:
             if job.array_pending and task_ids is not None:
                 remaining = [t for t in job.array_pending if t not in task_ids]
                 cancelled = [t for t in job.array_pending if t in task_ids]
@@ -163,5 +166,9 @@ class JobEnds:
             return [Outgoing(n, "terminate_job", self.terminate_body(job))
                     for n in job.nodes]
         if job.completing:
+            if job.cancel_state == "REQUEUE":  # requeued, still ending on its nodes: it ends there
+                job.cancel_state = job.state = model.CANCELLED
+                job.end_time = now
+                self._save(job)
             return []
         raise RequestError("Job/step already completing or completed", "AlreadyDone")

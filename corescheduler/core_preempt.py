@@ -42,8 +42,8 @@ class Preemption:
         running = [j for j in self.jobs.values() if j.state == model.RUNNING]
         # Jobs already on their way out for a preemption free their resources soon:
         # count them as free, so that one waiting job never preempts more than it needs.
-        leaving = [j for j in self.jobs.values()
-                   if j.completing and j.cancel_state in (model.PREEMPTED, "REQUEUE")]
+        leaving = [j for j in self.jobs.values()  # (a suspended job holds only its memory: not counted)
+                   if j.completing and j.cancel_state in (model.PREEMPTED, "REQUEUE") and j.suspend_time is None]
         victims: list[Job] = []
         for gone in leaving:
             self.scheduler.release(gone)
@@ -121,31 +121,47 @@ class Preemption:
         waiting = sorted((j for j in self.jobs.values() if j.state == model.SUSPENDED and j.suspend_time),
                          key=lambda j: (-tiers.get(j.partition, 0), -j.priority, j.job_id))
         for job in waiting:
+            if job.priority == 0:
+                continue  # suspended by scontrol suspend: only scontrol resume resumes it
             preemptor = self.jobs.get(job.preempted_by) if job.preempted_by is not None else None
             if preemptor is not None and preemptor.state == model.PENDING:
                 continue  # the room is for the job it was suspended for, which has not started yet
-            index = self.scheduler._index
-            if not self.scheduler.can_hold(Allocation.of_job(job)):
-                continue
-            if any(self.scheduler.gres_used[index[n]].get(name, set()) & set(units)
-                   for n, alloc in zip(job.nodes, job.gres_alloc) for name, units in alloc.items()):
-                continue
-            self.scheduler.allocate(Allocation.of_job(job), memory=False)
-            if job.end_time is not None and job.suspend_time is not None:
-                job.end_time += now - job.suspend_time  # suspended time does not count
-            job.state = model.RUNNING
-            job.suspend_time = None
-            job.preempted_by = None
-            job.reason = "None"
-            self._save(job)
-            log.info("job %s resumed", job.job_id)
-            out.extend(Outgoing(n, "signal_job", {"job_id": job.job_id, "signal": 18, "scope": "all"})
-                       for n in job.nodes)
+            if self._can_resume(job):
+                out.extend(self._resume(job, now))
         return out
 
+    def _can_resume(self, job: Job) -> bool:
+        """Are a suspended job's CPUs and GRES free again?"""
+        index = self.scheduler._index
+        if not self.scheduler.can_hold(Allocation.of_job(job)):
+            return False
+        return not any(self.scheduler.gres_used[index[n]].get(name, set()) & set(units)
+                       for n, alloc in zip(job.nodes, job.gres_alloc) for name, units in alloc.items())
+
+    def _resume(self, job: Job, now: float) -> list[Outgoing]:
+        """A suspended job takes its CPUs and GRES back and runs on (SIGCONT); the time it was
+        suspended does not count against its time limit."""
+        self.scheduler.allocate(Allocation.of_job(job), memory=False)
+        if job.end_time is not None and job.suspend_time is not None:
+            job.end_time += now - job.suspend_time  # suspended time does not count
+        job.state = model.RUNNING
+        job.suspend_time = None
+        job.preempted_by = None
+        job.reason = "None"
+        if job.priority == 0:  # (scontrol suspend zeroed it, as Slurm does)
+            job.priority = self.priority_policy.priority(job, now, self.shape)
+        self._save(job)
+        log.info("job %s resumed", job.job_id)
+        return [Outgoing(n, "signal_job", {"job_id": job.job_id, "signal": 18, "scope": "all"}) for n in job.nodes]
+
     def _requeue(self, job: Job, now: float) -> None:
-        """A preempted job goes back to the queue: same id, one more restart."""
-        self.scheduler.release(job)
+        """A preempted (or requeued) job goes back to the queue: same id, one more restart;
+        held (priority 0) if a hold was put on it on its way out (scontrol requeuehold)."""
+        if job.suspend_time is not None:  # suspended: only its memory was still held
+            self.scheduler.release(job, cpus_and_gres=False)
+            job.suspend_time = None
+        else:
+            self.scheduler.release(job)
         for name in job.nodes:
             self.nodes[name].last_busy_time = now
         job.state = model.PENDING
@@ -156,6 +172,7 @@ class Preemption:
         job.share_rows = ()
         job.start_time = job.end_time = None
         job.reason = "None"
-        job.priority = self.priority_policy.priority(job, now, self.shape)
+        job.preempted_by = None
+        job.priority = 0 if job.held_by else self.priority_policy.priority(job, now, self.shape)
         self._save(job)
         self.need_schedule = True

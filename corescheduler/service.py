@@ -11,6 +11,7 @@ comes as an ``Identity``, the clock as ``now``; messages for node daemons pile u
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from plurm.corescheduler import authz
@@ -159,6 +160,65 @@ class Service:
                     results.append({"job": spec, "error": str(exc), "code": exc.code})
         return {"results": results}
 
+    def requeue_job(self, msg: protocol.RequeueJob, who: Identity, now: float) -> dict[str, Any]:
+        """scontrol requeue / requeuehold: the job's owner's or an Operator+'s (the core checks)."""
+        return {"results": [self._job_action(spec, lambda job: self.core.requeue_job(
+            job, who, now, msg.hold, msg.incomplete)) for spec in msg.job_ids]}
+
+    def suspend_job(self, msg: protocol.SuspendJob, who: Identity, now: float) -> dict[str, Any]:
+        """scontrol suspend / resume: Operators+ only, not even the job's owner; refused before
+        the job is looked for, as Slurm's job_suspend2 does."""
+        if not authz.is_operator(who, self.core.accounts):
+            return {"results": [{"job": spec, "error": authz.ACCESS_DENIED, "code": "AccessDenied"}
+                                for spec in msg.job_ids]}
+        act = self.core.resume_job if msg.resume else self.core.suspend_job
+        return {"results": [self._job_action(spec, lambda job: act(job, now)) for spec in msg.job_ids]}
+
+    def _job_action(self, spec: str, action: Callable[[Job], list[Outgoing]]) -> dict[str, Any]:
+        """One job id of scontrol's: a job (``job_id``, or ``error`` and ``code``, Slurm's one
+        return code), or the records of an array it names (``array``: the task ids grouped by
+        outcome, in task order, as Slurm's job array response: ``{"job": "12_1-3", "error": None}``)."""
+        try:
+            found = self.core.find_jobs(spec)
+        except RequestError:  # not a job id at all
+            found = []
+        base, _, task_spec = spec.partition("_")
+        if not found and task_spec:  # tasks an array does not have: an array response
+            try:
+                missing = parse_task_ids(task_spec)
+            except RequestError:
+                missing = set()
+            if missing:
+                return {"job": spec, "array": [{"job": f"{base}_{_ranges(list(missing))}",
+                                                "error": "Invalid job id specified"}]}
+        if not found:
+            return {"job": spec, "error": "Invalid job id specified", "code": "InvalidJobId"}
+        if not task_spec and not any(j.array_job_id is not None and str(j.array_job_id) == base for j in found):
+            try:  # a job, or one task of an array by its own id
+                self._send(action(found[0]))
+                return {"job": spec, "job_id": found[0].job_id}
+            except RequestError as exc:
+                return {"job": spec, "error": str(exc), "code": exc.code}
+        wanted = parse_task_ids(task_spec) if task_spec else None
+        groups: dict[str | None, list[int]] = {}
+        for job in found:
+            tasks = job.array_pending or ([job.array_task_id] if job.array_task_id is not None else [])
+            if wanted is not None:
+                tasks = [t for t in tasks if t in wanted]
+            try:
+                self._send(action(job))
+                error = None
+            except RequestError as exc:
+                error = str(exc)
+            groups.setdefault(error, []).extend(tasks)
+        if wanted is not None:  # task ids the array does not have
+            missing = wanted.difference(*groups.values())
+            if missing:
+                groups.setdefault("Invalid job id specified", []).extend(missing)
+        ordered = sorted((item for item in groups.items() if item[1]), key=lambda item: min(item[1]))
+        return {"job": spec, "array": [{"job": f"{base}_{_ranges(tasks)}", "error": error}
+                                       for error, tasks in ordered]}
+
     def job_complete(self, msg: protocol.JobComplete, who: Identity, now: float) -> dict[str, Any]:
         self._send(self.core.allocation_complete(msg.job_id, who, msg.exit_code, msg.exit_signal, now))
         return {"ok": True}
@@ -290,6 +350,20 @@ class Service:
             # (flat, as Slurm prints them then: the lines above them are not there)
             shares = [dataclasses.replace(s, depth=0) for s in shares if s.user == who.user]
         return {"shares": [protocol.to_builtins(s) for s in shares]}
+
+
+def _ranges(ids: list[int]) -> str:
+    """Task ids as Slurm's bit_fmt writes them: "1-3,5"."""
+    ordered = sorted(set(ids))
+    parts: list[str] = []
+    start = 0
+    while start < len(ordered):
+        end = start
+        while end + 1 < len(ordered) and ordered[end + 1] == ordered[end] + 1:
+            end += 1
+        parts.append(str(ordered[start]) if start == end else f"{ordered[start]}-{ordered[end]}")
+        start = end + 1
+    return ",".join(parts)
 
 
 def _int(key: str, value: str, low: int = 0, high: int = authz.PRIORITY_MAX) -> int:

@@ -1,10 +1,11 @@
 """scontrol: show and change the controller's jobs, nodes, partitions and configuration.
 
 Supported: ``show job|node|partition|config|hostnames|hostlist|hostlistsorted|step``,
-``update JobId=...|NodeName=...``, ``hold``, ``uhold``/``holdu``, ``release``, ``ping``,
-``version``, ``help``, the options ``-a -d -o -Q -v -V -h``, and an interactive mode
-reading commands from standard input.  Not supported (an error, exit 1): ``requeue``,
-``suspend``/``resume``, ``reconfigure``, reservations and the rest of Slurm's commands.
+``update JobId=...|NodeName=...``, ``hold``, ``uhold``/``holdu``, ``release``, ``requeue``,
+``requeuehold``, ``suspend``, ``resume``, ``ping``, ``version``, ``help``, the options
+``-a -d -o -Q -v -V -h``, and an interactive mode reading commands from standard input.
+Not supported (an error, exit 1): ``reconfigure``, reservations and the rest of Slurm's
+commands.
 
 Start-up budget: stdlib (json) only on the way to the request; msgspec, zmq and lark are
 never imported here.
@@ -17,6 +18,7 @@ import sys
 import time
 
 from plurm.common.cli import OptionError, Table, iter_getopt, try_help
+from plurm.tools import scontrol_jobctl
 
 PROG = "scontrol"
 
@@ -71,8 +73,16 @@ class Scontrol:
             "version": self.cmd_version, "help": self.cmd_help, "ping": self.cmd_ping,
             "oneliner": self.cmd_oneliner, "details": self.cmd_details, "quiet": self.cmd_quiet,
             "verbose": self.cmd_verbose, "all": self.cmd_all, "hide": self.cmd_hide,
+            "requeue": lambda rest: scontrol_jobctl.requeue(self, rest, words[0], hold=False),
+            "requeuehold": lambda rest: scontrol_jobctl.requeue(self, rest, words[0], hold=True),
+            "suspend": lambda rest: scontrol_jobctl.suspend(self, rest, words[0], resume=False),
+            "resume": lambda rest: scontrol_jobctl.suspend(self, rest, words[0], resume=True),
         }
         func = table.get(cmd)
+        if func is None and cmd.startswith("requeuehold"):  # (Slurm's prefixes for these two)
+            func = table["requeuehold"]
+        elif func is None and len(cmd) >= 3 and "requeue".startswith(cmd):
+            func = table["requeue"]
         if func is None:
             matches = [name for name in table if name.startswith(cmd)] if len(cmd) >= 2 else []
             if len(matches) == 1:

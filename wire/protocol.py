@@ -58,6 +58,21 @@ class UpdateJob(Msg):
     fields: dict[str, str] = {}  # scontrol update Key=Value, plus hold/release as HOLD=user|admin|release
 
 
+class RequeueJob(Msg):
+    """scontrol requeue / requeuehold: running, suspended or finished batch jobs back to PENDING."""
+
+    job_ids: list[str]  # "12", "12_3", "12_1-3" (one scontrol token each)
+    hold: bool = False  # requeuehold: held (JobHeldUser) once back in the queue
+    incomplete: bool = False  # the Incomplete option: only jobs that have not finished
+
+
+class SuspendJob(Msg):
+    """scontrol suspend / resume (Operators and Administrators only)."""
+
+    job_ids: list[str]
+    resume: bool = False
+
+
 class UpdateNode(Msg):
     nodes: list[str]
     state: str | None = None  # DRAIN, RESUME, DOWN, IDLE, UNDRAIN
@@ -264,6 +279,8 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "node_info": NodeInfoRequest,
     "cancel_job": CancelJob,
     "update_job": UpdateJob,
+    "requeue_job": RequeueJob,
+    "suspend_job": SuspendJob,
     "update_node": UpdateNode,
     "step_create": StepCreate,
     "step_complete": StepComplete,

@@ -21,7 +21,8 @@ CAPTURE_IDS = {"s1_b_scancel_pending": 1, "s2_b_hold": 1, "s2_b_release": 1, "s2
                "s2_b_update_jobname": 1, "s2_b_signal": 2, "s3_priority_higher": 3, "s3_nice_negative": 3,
                "s3_priority_lower": 3, "s3_timelimit_lower": 3, "s3_timelimit_higher": 3, "s3_nice_positive": 3,
                "s4_a_hold_own": 7, "s4_a_release_own": 7, "s8_timelimit_abc": 9, "s8_unknown_key": 9,
-               "s8_priority_abc": 9, "s7_pd_b_squeue_j_a": 32, "s7_pd_b_show_job_a": 32}
+               "s8_priority_abc": 9, "s7_pd_b_squeue_j_a": 32, "s7_pd_b_show_job_a": 32,
+               "s2_b_requeue": 2, "s2_b_suspend": 2, "s2_b_resume": 2, "s2_a_suspend_own": 2}
 
 
 def _reference(name: str, job_id: int | None) -> tuple[int, str, str]:
@@ -65,6 +66,10 @@ CASES = [  # (reference name, user, which job, command line with {J})
     ("s2_b_release", "plurmtb", "pending", ["scontrol", "release", "{J}"]),
     ("s2_b_update_timelimit", "plurmtb", "pending", ["scontrol", "update", "JobId={J}", "TimeLimit=5"]),
     ("s2_b_update_jobname", "plurmtb", "pending", ["scontrol", "update", "JobId={J}", "JobName=stolen"]),
+    ("s2_b_requeue", "plurmtb", "running", ["scontrol", "requeue", "{J}"]),
+    ("s2_b_suspend", "plurmtb", "running", ["scontrol", "suspend", "{J}"]),
+    ("s2_b_resume", "plurmtb", "running", ["scontrol", "resume", "{J}"]),
+    ("s2_a_suspend_own", "plurmta", "running", ["scontrol", "suspend", "{J}"]),  # operators only
     ("s3_priority_higher", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "Priority=100000"]),
     ("s3_nice_negative", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "Nice=-10"]),
     ("s8_priority_abc", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "Priority=abc"]),
