@@ -20,6 +20,7 @@ from plurm.corescheduler.core import ClusterCore, JobChanges, parse_task_ids
 from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.identity import Identity
+from plurm.grammar.hostlist import bitmap_ranges
 from plurm.wire import model, protocol
 from plurm.wire.model import Job
 
@@ -189,7 +190,7 @@ class Service:
             except RequestError:
                 missing = set()
             if missing:
-                return {"job": spec, "array": [{"job": f"{base}_{_ranges(list(missing))}",
+                return {"job": spec, "array": [{"job": f"{base}_{bitmap_ranges(list(missing))}",
                                                 "error": "Invalid job id specified"}]}
         if not found:
             return {"job": spec, "error": "Invalid job id specified", "code": "InvalidJobId"}
@@ -216,7 +217,7 @@ class Service:
             if missing:
                 groups.setdefault("Invalid job id specified", []).extend(missing)
         ordered = sorted((item for item in groups.items() if item[1]), key=lambda item: min(item[1]))
-        return {"job": spec, "array": [{"job": f"{base}_{_ranges(tasks)}", "error": error}
+        return {"job": spec, "array": [{"job": f"{base}_{bitmap_ranges(tasks)}", "error": error}
                                        for error, tasks in ordered]}
 
     def job_complete(self, msg: protocol.JobComplete, who: Identity, now: float) -> dict[str, Any]:
@@ -350,20 +351,6 @@ class Service:
             # (flat, as Slurm prints them then: the lines above them are not there)
             shares = [dataclasses.replace(s, depth=0) for s in shares if s.user == who.user]
         return {"shares": [protocol.to_builtins(s) for s in shares]}
-
-
-def _ranges(ids: list[int]) -> str:
-    """Task ids as Slurm's bit_fmt writes them: "1-3,5"."""
-    ordered = sorted(set(ids))
-    parts: list[str] = []
-    start = 0
-    while start < len(ordered):
-        end = start
-        while end + 1 < len(ordered) and ordered[end + 1] == ordered[end] + 1:
-            end += 1
-        parts.append(str(ordered[start]) if start == end else f"{ordered[start]}-{ordered[end]}")
-        start = end + 1
-    return ",".join(parts)
 
 
 def _int(key: str, value: str, low: int = 0, high: int = authz.PRIORITY_MAX) -> int:

@@ -301,3 +301,17 @@ def compress(names: Iterable[str], sort: bool = True) -> str:
         )
         out.append(f"{prefix}[{body}]")
     return ",".join(out)
+
+
+def bitmap_ranges(ids: list[int]) -> str:
+    """Integers as Slurm's bit_fmt writes them (array task ids): ``0-9``, ``1,3,5-7``."""
+    out: list[str] = []
+    ordered = sorted(set(ids))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(out)

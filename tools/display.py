@@ -1,7 +1,7 @@
 """Display helpers shared by the user commands (squeue, sinfo, ...): Slurm's
 time strings, timestamps, ``%[.][size]x`` format specs, state codes.
 
-Stdlib only (``os``, ``time``): every command imports this on its start-up path.
+Stdlib only (``os``, ``time``) and the light hostlist module: every command imports this on its start-up path.
 Command lines are read by the command-line kit, ``plurm.common.cli``.
 scontrol-style durations (``01:00:00``) live in ``plurm.grammar.timefmt``
 (``format_duration``, ``format_time_limit``); this module has the squeue/sinfo
@@ -14,6 +14,7 @@ import os
 import time
 
 from plurm import SLURM_COMPAT_VERSION
+from plurm.grammar.hostlist import bitmap_ranges  # noqa: F401 (the tools import it from here)
 from plurm.grammar.timefmt import format_duration, format_time_limit
 
 __all__ = [
@@ -142,20 +143,6 @@ def convert_mb(mb: int | float) -> str:
         value //= 1024
         idx += 1
     return f"{value}{units[idx]}"
-
-
-def bitmap_ranges(ids: list[int]) -> str:
-    """Task ids as Slurm's bit_fmt writes them: ``0-9``, ``1,3,5-7``."""
-    out: list[str] = []
-    ordered = sorted(set(ids))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(out)
 
 
 # ----------------------------------------------------------------------------- states
