@@ -283,7 +283,22 @@ class Controller:
     def on_submit(self, header: dict, msg: protocol.SubmitJob, ident: bytes) -> Any:
         if msg.spec.dependency:
             self._seed_archive(dependency_targets(msg.spec.dependency))
-        return self.service.submit(msg, self._who(header), time.time())
+        return self.service.submit(msg, self._submitter(header, msg.spec.other_options), time.time())
+
+    def _submitter(self, header: dict, options: dict[str, str]) -> Any:
+        """Who a job is submitted as: its sender, or for root and SlurmUser the user and group
+        that --uid/--gid name (with --uid alone the sender's group stays, as in Slurm)."""
+        who = self._who(header)
+        if "uid" not in options and "gid" not in options:
+            return who
+        if not who.operator:
+            raise RequestError("Access/permission denied", "AccessDenied")
+        uid = self.directory.resolve_user(options["uid"]) if "uid" in options else who.uid
+        gid = self.directory.resolve_group(options["gid"]) if "gid" in options else who.gid
+        if uid is None or gid is None:
+            raise RequestError("Invalid user id" if uid is None else "Invalid group id",
+                               "InvalidUserId" if uid is None else "InvalidGroupId")
+        return self.directory.identity(uid, gid)
 
     def on_job_info(self, header: dict, msg: protocol.JobInfoRequest, ident: bytes) -> Any:
         return protocol.encode({"jobs": self.service.job_info(msg, self._who(header)), "now": time.time(),

@@ -38,6 +38,27 @@ class Directory:
         self._cache[(uid, gid)] = (now, who)
         return who
 
+    @staticmethod
+    def resolve_user(text: str) -> int | None:
+        """A user name or uid (sbatch --uid) as a uid; None when no such user exists."""
+        try:
+            return pwd.getpwnam(text).pw_uid
+        except KeyError:
+            if text.isdigit():
+                try:
+                    return pwd.getpwuid(int(text)).pw_uid
+                except KeyError:
+                    return None
+            return None
+
+    @staticmethod
+    def resolve_group(text: str) -> int | None:
+        """A group name or gid (sbatch --gid) as a gid; None when no such group exists."""
+        try:
+            return grp.getgrnam(text).gr_gid
+        except KeyError:
+            return int(text) if text.isdigit() else None
+
     def cluster_identity(self) -> Identity:
         """The controller's own user, for what the cluster does by itself (draining a node)."""
         return self.identity(self.slurm_uid, os.getgid())

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         from plurm.tools.sbatch_verbose import format_verbose_block
 
         sys.stderr.write(format_verbose_block(req))
-    for flag in ("uid", "gid"):  # (the controller takes the sender from its credential anyway)
+    for flag in ("uid", "gid"):  # (and the controller believes only root's and SlurmUser's)
         if options.get(flag) is not None and os.getuid() != 0:
             print(f"sbatch: error: --{flag} only permitted by root user", file=sys.stderr)
             return 255

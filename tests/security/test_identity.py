@@ -292,3 +292,19 @@ def test_a_user_runs_a_local_cluster_of_their_own_without_root(test_users) -> No
     finally:
         run("plurm", "cluster", "down")
         subprocess.run(["rm", "-rf", f"{a.home}/.plurm-test", f"{a.home}/own.out"])
+
+
+def test_root_submits_as_another_user_with_uid(munge_cluster, users) -> None:
+    """sbatch --uid as root: the job is the user's and runs as the user (with root's group,
+    as in Slurm, unless --gid names another); the same request from a user is refused."""
+    a, b = users
+    out = Path(a.home) / "as-a.out"
+    out.unlink(missing_ok=True)
+    job_id = munge_cluster.sbatch(f"--uid={a.name}", f"--gid={a.gid}", "-o", str(out), "--wrap", "id -u; id -g",
+                                  cwd=a.home)
+    job = munge_cluster.wait_state(job_id, {"COMPLETED", "FAILED"})
+    assert (job["state"], job["spec"]["user"], job["spec"]["user_id"]) == ("COMPLETED", a.name, a.uid)
+    assert out.read_text().split() == [str(a.uid), str(a.gid)]
+    forged = _forge(munge_cluster, b, "submit_job", {"spec": {"script": "#!/bin/sh\nid\n", "work_dir": b.home,
+                                                               "other_options": {"uid": "0"}}}, claimed_uid=0)
+    assert forged.get("code") == "AccessDenied", forged
