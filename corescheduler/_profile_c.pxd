@@ -29,7 +29,7 @@ cdef inline Py_ssize_t segment(long[::1] T, Py_ssize_t o, Py_ssize_t n, long slo
 @cython.locals(n=cython.Py_ssize_t, nrel=cython.Py_ssize_t, nslots=cython.Py_ssize_t,
                r=cython.Py_ssize_t, i=cython.Py_ssize_t, o=cython.Py_ssize_t,
                e=cython.Py_ssize_t, k=cython.Py_ssize_t, cur_c=cython.long, cur_m=cython.long,
-               s=cython.long, c=cython.long, m=cython.long)
+               s=cython.long, c=cython.long, m=cython.long, first_r=cython.Py_ssize_t)
 cpdef Py_ssize_t build(long[::1] free_cpus, long[::1] free_mem, long[::1] total_cpus,
                        long[::1] total_mem, long[::1] rel_node, long[::1] rel_slot,
                        long[::1] rel_cpus, long[::1] rel_mem, long[::1] off, long[::1] cnt,
@@ -37,6 +37,14 @@ cpdef Py_ssize_t build(long[::1] free_cpus, long[::1] free_mem, long[::1] total_
                        long[::1] ev_cnt, long[::1] ev_cap, long[::1] ev_node, long[::1] meta,
                        long[::1] zs,
                        long[::1] ze, long[::1] bs, long[::1] be) except -1
+
+@cython.locals(i=cython.Py_ssize_t, r=cython.Py_ssize_t, q=cython.Py_ssize_t,
+               lo=cython.Py_ssize_t, hi=cython.Py_ssize_t, a=cython.Py_ssize_t,
+               b=cython.Py_ssize_t, s=cython.long, c=cython.long, m=cython.long)
+cpdef void sort_releases(long[::1] rel_node, long[::1] rel_slot, long[::1] rel_cpus,
+                         long[::1] rel_mem, Py_ssize_t nrel, Py_ssize_t nnodes,
+                         long[::1] out_node, long[::1] out_slot, long[::1] out_cpus,
+                         long[::1] out_mem, long[::1] count) noexcept
 
 cdef void _runs(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] tot,
                 long[::1] zs, long[::1] ze, long[::1] bs, long[::1] be, Py_ssize_t node) noexcept
@@ -69,10 +77,11 @@ cdef Py_ssize_t _split(long[::1] off, long[::1] cnt, long[::1] cap, long[::1] T,
                        long[::1] ev_node, long[::1] meta, Py_ssize_t node, long slot) except -1
 
 @cython.locals(o=cython.Py_ssize_t, n=cython.Py_ssize_t, slot=cython.long, q=cython.Py_ssize_t,
-               e=cython.Py_ssize_t, last=cython.Py_ssize_t)
+               e=cython.Py_ssize_t, count=cython.Py_ssize_t, h=cython.Py_ssize_t,
+               k=cython.Py_ssize_t, which=cython.int)
 cdef void _merge(long[::1] off, long[::1] cnt, long[::1] T, long[::1] C, long[::1] M,
-                 long[::1] ev_off, long[::1] ev_cnt, long[::1] ev_node, Py_ssize_t node,
-                 Py_ssize_t j) noexcept
+                 long[::1] ev_off, long[::1] ev_cnt, long[::1] ev_node, long[::1] meta,
+                 Py_ssize_t node, Py_ssize_t j) noexcept
 
 @cython.locals(need=cython.long)
 cpdef long event_room(long[::1] ev_cap, long start, long end, long nslots) except -1

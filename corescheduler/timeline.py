@@ -31,38 +31,59 @@ class Timeline:
 
     def __init__(self, kernel: ModuleType, free_cpus: Sequence[int], free_mem: Sequence[int],
                  total_cpus: Sequence[int], total_mem: Sequence[int],
-                 releases: Sequence[tuple[int, int, int, int]], nslots: int) -> None:
+                 releases: Sequence[tuple[int, int, int, int]] | tuple[array, array, array, array],
+                 nslots: int, recycle: Timeline | None = None) -> None:
         """``releases``: (node, slot, cpus, mem) sorted, 1 <= slot < nslots: resources a
-        running job gives back at that slot."""
+        running job gives back at that slot; or, in any order, as four arrays (nodes, slots,
+        CPUs, memory), which the kernel sorts (sort_releases: the backfill cycle's way, a
+        Python sort of 10^4 tuples cost a few ms).
+
+        ``recycle``: an earlier timeline, done with, whose pools this one takes over (a
+        cycle's reservations grow them; every cycle growing them again from scratch cost
+        more than its reservations).  That one must not be used again."""
         self.k = kernel
         self.nslots = nslots
         n = len(free_cpus)
-        per_node = [1] * n
-        for node, _, _, _ in releases:
-            per_node[node] += 1
+        if isinstance(releases, tuple):
+            rel_node, rel_slot, rel_cpus, rel_mem = releases
+            nrel = len(rel_node)
+            sorted_rel = longs(nrel), longs(nrel), longs(nrel), longs(nrel)
+            kernel.sort_releases(rel_node, rel_slot, rel_cpus, rel_mem, nrel, n, *sorted_rel,
+                                 longs(n + 1))
+        else:
+            nrel = len(releases)
+            sorted_rel = (longs([r[0] for r in releases]), longs([r[1] for r in releases]),
+                          longs([r[2] for r in releases]), longs([r[3] for r in releases]))
         self.off = longs(n)
         self.cnt = longs(n)
-        self.cap = longs([c + 2 for c in per_node])  # room for a reservation's two steps
-        pool = sum(self.cap)
+        self.cap = longs(n)  # build() gives each node room for its releases and two steps more
+        pool = 3 * n + nrel
         # Room for a busy cycle's reservations from the start: each growth copies the pool.
-        self.T = longs(4 * pool + 1024)
-        self.C = longs(4 * pool + 1024)
-        self.M = longs(4 * pool + 1024)
+        # A recycled pool is taken as it is: build() and the kernels read only what they wrote.
+        old = recycle if recycle is not None and recycle is not self else None
+        if old is not None:
+            old.v = None  # its views hold the arrays' buffers, which could not grow then
+        size = 4 * pool + 1024
+        self.T = old.T if old is not None and len(old.T) >= size else longs(size)
+        self.C = old.C if old is not None and len(old.C) >= size else longs(size)
+        self.M = old.M if old is not None and len(old.M) >= size else longs(size)
         # Per slot, the nodes with a step there (see _profile_py).
         self.ev_off = longs(max(nslots, 1))
         self.ev_cnt = longs(max(nslots, 1))
         self.ev_cap = longs(max(nslots, 1))
-        self.ev_node = longs(4 * len(releases) + 16 * max(nslots, 1) + 1024)
-        self.meta = longs(3)
+        size = 4 * nrel + 16 * max(nslots, 1) + 1024
+        self.ev_node = old.ev_node if old is not None and len(old.ev_node) >= size else longs(size)
+        self.meta = longs([0, 0, 0, -1, 0, -1, 0])  # pools in use, log length, _merge's hints
         self.tot = longs(total_cpus)
         self.zs = longs(n)  # per node: its first run of slots with no free CPU
         self.ze = longs(n)
         self.bs = longs(n)  # and its first run with some CPU in use (no exclusive job)
         self.be = longs(n)
-        self.dirty = longs(8 * n + 1024)  # nodes changed by reservations, in order
-        kernel.build(longs(free_cpus), longs(free_mem), longs(total_cpus), longs(total_mem),
-                     longs([r[0] for r in releases]), longs([r[1] for r in releases]),
-                     longs([r[2] for r in releases]), longs([r[3] for r in releases]),
+        size = 8 * n + 1024
+        self.dirty = old.dirty if old is not None and len(old.dirty) >= size else longs(size)
+        if old is not None:  # nothing of it is to be used again
+            old.T = old.C = old.M = old.ev_node = old.dirty = longs(0)
+        kernel.build(longs(free_cpus), longs(free_mem), self.tot, longs(total_mem), *sorted_rel,
                      self.off, self.cnt, self.cap, self.T, self.C, self.M, self.ev_off,
                      self.ev_cnt, self.ev_cap, self.ev_node, self.meta, self.zs, self.ze, self.bs,
                      self.be)
@@ -151,22 +172,31 @@ class Candidates:
         self.timeline: Timeline | None = None
         self.views = None  # the kernel's Cands over these arrays, with the trees
 
-    def _build_tree(self, timeline: Timeline, starts: array, ends: array) -> tuple[array, array]:
-        # Padding leaves are skipped at any slot: (start 0, end FOREVER).
+    def _build_tree(self, timeline: Timeline, starts: array, ends: array,
+                    trees: tuple[array, array] | None = None) -> tuple[array, array]:
+        # Padding leaves are skipped at any slot: (start 0, end FOREVER).  ``trees``: the
+        # arrays of an earlier build, filled again (tree_build rewrites every leaf of a
+        # candidate and every inner node; nothing ever writes the padding leaves).
         size = self.leaves
-        ts = longs(2 * size)
-        te = longs([timeline.k.FOREVER] * (2 * size))
+        if trees is None or len(trees[0]) != 2 * size:
+            trees = longs(2 * size), longs([timeline.k.FOREVER] * (2 * size))
+        ts, te = trees
         timeline.k.tree_build(self.order, self.size, size, starts, ends, ts, te)
         return ts, te
 
     def bind(self, timeline: Timeline):
-        """The kernel's view of these candidates against ``timeline`` (trees built on first use;
-        the kernel's sweep keeps them up to date)."""
+        """The kernel's view of these candidates against ``timeline`` (trees built on first use
+        of each timeline, in the arrays of the last one: a Candidates outlives a backfill
+        cycle; the kernel's sweep keeps them up to date)."""
         t = timeline
         if self.timeline is not t:
+            built = self.timeline is not None
             self.timeline = t
-            self.tzs, self.tze = self._build_tree(t, t.zs, t.ze)
-            self.tbs, self.tbe = self._build_tree(t, t.bs, t.be)
+            self.views = None  # the old view holds the tree arrays' buffers
+            self.tzs, self.tze = self._build_tree(t, t.zs, t.ze,
+                                                  (self.tzs, self.tze) if built else None)
+            self.tbs, self.tbe = self._build_tree(t, t.bs, t.be,
+                                                  (self.tbs, self.tbe) if built else None)
             self.views = t.k.Cands(self.order, self.pos_of, self.totals, self.wcpu, self.wmem,
                                    self.caps, self.blk, self.out, self.tzs, self.tze, self.tbs, self.tbe,
                                    self.leaves, t.meta[2])
