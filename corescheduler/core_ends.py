@@ -40,11 +40,19 @@ class JobEnds:
     # ------------------------------------------------------------------ job end
     def job_ended(self, job_id: int, exit_code: int, exit_signal: int, end_time: float | None, now: float,
                   timed_out: bool = False, usage_max: dict[str, str] | None = None,
-                  usage_ave: dict[str, str] | None = None, launch_failed: bool = False) -> list[Outgoing]:
+                  usage_ave: dict[str, str] | None = None, launch_failed: bool = False,
+                  requeue_held: bool = False) -> list[Outgoing]:
         self._at(now)
         job = self.jobs.get(job_id)
         if job is None or (job.state in model.FINISHED_STATES and not job.completing):
             return []  # already recorded: a resent report
+        if requeue_held and not job.cancel_state and job.spec.requeue and job.spec.batch:
+            # The node's Prolog failed (the node is drained): Slurm puts the job back in the
+            # queue held, for an administrator to release once the node is mended.
+            self.steps.pop((job_id, "batch"), None)
+            job.held_by = "admin"
+            self._requeue(job, end_time or now)
+            return []
         if launch_failed and not job.cancel_state:
             job.reason = "JobLaunchFailure"  # Slurm's reason for a batch job that never started
         end = end_time or now

@@ -251,7 +251,8 @@ class Service:
 
     def job_ended(self, name: str, msg: protocol.JobEnded, now: float) -> None:
         self._send(self.core.job_ended(msg.job_id, msg.exit_code, msg.exit_signal, msg.end_time, now,
-                                       msg.timed_out, msg.tres_usage_max, msg.tres_usage_ave, msg.launch_failed))
+                                       msg.timed_out, msg.tres_usage_max, msg.tres_usage_ave, msg.launch_failed,
+                                       msg.requeue_held))
         self._send([Outgoing(name, "job_ended_ack", {"job_id": msg.job_id})])
 
     # ------------------------------------------------------------------ priorities and associations

@@ -237,7 +237,7 @@ class NodeDaemon:
         scripts = NodeScripts.of(self)
         if scripts.run_prolog(msg.job, self.name, self.conf_path, self.where, self.accel.binding) is not None:
             scripts.run_epilog(msg.job_id, self.name, self.conf_path)
-            self.report_end(msg.job_id, 1, 0, launch_failed=True)  # (the node is drained: "Prolog error")
+            self.report_end(msg.job_id, 1, 0, launch_failed=True, requeue_held=True)  # (the node is drained)
             return
         try:
             proc = launch.start_batch(msg, self.name, self.spool, self.where, binding=self.accel.binding,
@@ -287,11 +287,14 @@ class NodeDaemon:
             if key[0] == job_id:
                 self.step_kill_at[key] = deadline
 
-    def report_end(self, job_id: int, exit_code: int, exit_signal: int, launch_failed: bool = False) -> None:
+    def report_end(self, job_id: int, exit_code: int, exit_signal: int, launch_failed: bool = False,
+                   requeue_held: bool = False) -> None:
         report = {"node": self.name, "job_id": job_id, "exit_code": exit_code, "exit_signal": exit_signal,
                   "end_time": time.time()}
         if launch_failed:
             report["launch_failed"] = True
+        if requeue_held:
+            report["requeue_held"] = True
         stats = self.usage.pop(job_id, None)
         if stats is not None:
             report["tres_usage_max"], report["tres_usage_ave"] = stats.as_tres()

@@ -200,6 +200,7 @@ class JobEnded(Msg):
     end_time: float = 0.0
     timed_out: bool = False
     launch_failed: bool = False  # it never started: its files, its user or the Prolog failed
+    requeue_held: bool = False  # the node's Prolog failed: back to the queue, held (as Slurm does)
     tres_usage_max: dict[str, str] = {}  # accelerator usage sampled while it ran (sacct TRESUsageIn*)
     tres_usage_ave: dict[str, str] = {}
 

@@ -35,9 +35,12 @@ def test_prolog_epilog_and_task_prolog_through_a_cluster(tmp_path: Path) -> None
         assert record.read_text().splitlines() == [f"prolog_slurmd {job_id} 0", f"epilog_slurmd {job_id} 0"]
         write_program(tmp_path / "prolog", "#!/bin/sh\nexit 1\n")
         failed = cluster.sbatch("--wrap", "echo never", cwd=work)
-        cluster.wait_state(failed, "FAILED")
-        assert not (work / f"slurm-{failed}.out").exists()
+        # As slurm.conf(5) says of a failing Prolog: the node drained, the job requeued held.
         wait_for(lambda: "Prolog error" in cluster.run("sinfo", "-R", "-h", "-o", "%E").stdout, what="the drain")
+        wait_for(lambda: cluster.job(failed).get("restarts") == 1, what="the requeue")
+        job = cluster.job(failed)
+        assert (job.get("state", "PENDING"), job["reason"]) == ("PENDING", "JobHeldAdmin")
+        assert not (work / f"slurm-{failed}.out").exists()
     finally:
         cluster.down()
 
