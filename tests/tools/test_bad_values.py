@@ -12,29 +12,9 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from plurm.tools import sacctmgr, scontrol, squeue
+from plurm.tools import sacctmgr, squeue
 from plurm.wire.client import ClientError
-
-
-class FakeScontrol(scontrol.Scontrol):
-    def __init__(self, replies: dict | None = None) -> None:
-        super().__init__()
-        self.replies = replies or {}
-        self.sent: list[tuple[str, dict]] = []
-
-    def request(self, msg_type: str, body: dict) -> dict:
-        self.sent.append((msg_type, body))
-        reply = self.replies[msg_type]
-        if isinstance(reply, ClientError):
-            raise reply
-        return reply
-
-
-def run(sc: scontrol.Scontrol, *words: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        rc = sc.run_words(list(words))
-    return rc, out.getvalue(), err.getvalue()
+from scontroltest import FakeScontrol, run
 
 
 def refused(job: str, message: str) -> dict:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from plurm.tools import scontrol, showconfig, showfmt
+from scontroltest import FakeScontrol, run
 
 REF = Path(__file__).resolve().parents[3] / "shared" / "reference" / "slurm-22.05"
 if not REF.is_dir():
@@ -180,29 +181,6 @@ def test_show_partition():
 
 
 # ------------------------------------------------------------------ the command, with a fake controller
-class FakeScontrol(scontrol.Scontrol):
-    def __init__(self, replies: dict) -> None:
-        super().__init__()
-        self.replies = replies
-        self.sent: list[tuple[str, dict]] = []
-
-    def request(self, msg_type: str, body: dict) -> dict:
-        from plurm.wire.client import ClientError
-
-        self.sent.append((msg_type, body))
-        reply = self.replies[msg_type]
-        if isinstance(reply, ClientError):
-            raise reply
-        return reply
-
-
-def run(sc: scontrol.Scontrol, words: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        rc = sc.run_words(words)
-    return rc, out.getvalue(), err.getvalue()
-
-
 def test_show_unknown_job_error():
     from plurm.wire.client import ClientError
 

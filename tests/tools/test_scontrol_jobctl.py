@@ -7,14 +7,12 @@ words are the captures s2_b_requeue, s2_b_suspend, s2_b_resume, s2_a_suspend_own
 
 from __future__ import annotations
 
-import io
-from contextlib import redirect_stderr, redirect_stdout
-
 import pytest
 
 from plurm.tools import scontrol
 from plurm.tools.scontrol_jobctl import job_tokens, requeue_flag
 from plurm.wire.client import ClientError
+from scontroltest import run
 
 
 class FakeScontrol(scontrol.Scontrol):
@@ -28,13 +26,6 @@ class FakeScontrol(scontrol.Scontrol):
         if self.results is None:
             raise ClientError("Unable to contact slurm controller (connect failure): [Errno 111] refused")
         return {"results": self.results}
-
-
-def run(sc: scontrol.Scontrol, *words: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        rc = sc.run_words(list(words))
-    return rc, out.getvalue(), err.getvalue()
 
 
 @pytest.mark.parametrize("word, msg_type, extra", [
