@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GROUP = "plurmtgrp"  # a supplementary group both test users are in
-USERS = ("plurmta", "plurmtb")
+USERS = ("plurmta", "plurmtb", "plurmtop")  # plurmtop: made an Operator (sacctmgr) where a test needs one
 
 
 class Unavailable(Exception):
@@ -47,7 +47,7 @@ def _record(name: str) -> TestUser:
 
 
 def ensure_test_users() -> dict[str, TestUser]:
-    """plurmta and plurmtb, each with a primary group of its own and in plurmtgrp."""
+    """plurmta, plurmtb and plurmtop, each with a primary group of its own and in plurmtgrp."""
     if os.geteuid() != 0:
         raise Unavailable("creating test users needs root (CI runs as root)")
     if shutil.which("useradd") is None:

@@ -20,7 +20,8 @@ REF = Path(__file__).resolve().parent / "reference" / "slurm-22.05-authz"
 CAPTURE_IDS = {"s1_b_scancel_pending": 1, "s2_b_hold": 1, "s2_b_release": 1, "s2_b_update_timelimit": 1,
                "s2_b_update_jobname": 1, "s2_b_signal": 2, "s3_priority_higher": 3, "s3_nice_negative": 3,
                "s3_priority_lower": 3, "s3_timelimit_lower": 3, "s3_timelimit_higher": 3, "s3_nice_positive": 3,
-               "s4_a_hold_own": 7, "s4_a_release_own": 7, "s8_timelimit_abc": 9, "s8_unknown_key": 9,
+               "s4_a_hold_own": 7, "s4_a_release_own": 7, "s2_op_update_timelimit": 1, "s3_op_priority": 3,
+               "s4_op_hold": 7, "s4_a_release_op_hold": 7, "s4_op_release": 7, "s8_timelimit_abc": 9, "s8_unknown_key": 9,
                "s8_priority_abc": 9, "s7_pd_b_squeue_j_a": 32, "s7_pd_b_show_job_a": 32,
                "s2_b_requeue": 2, "s2_b_suspend": 2, "s2_b_resume": 2, "s2_a_suspend_own": 2}
 
@@ -42,6 +43,9 @@ def munge_cluster(munged, test_users):
     cluster = start_munge_cluster(munged, extra="PriorityType=priority/multifactor\nPriorityWeightAge=1000\n"
                                                 "PriorityWeightFairshare=10000\nPriorityWeightJobSize=1000\n"
                                                 "PartitionName=restricted Nodes=ALL AllowGroups=root")
+    for words in (["add", "account", "authz"], ["add", "user", "plurmta,plurmtb,plurmtop", "account=authz"],
+                  ["modify", "user", "plurmtop", "set", "adminlevel=Operator"]):  # as the capture's setup_*
+        cluster.run("sacctmgr", "-i", *words, check=True)
     try:
         yield cluster
     finally:
@@ -91,6 +95,17 @@ CASES = [  # (reference name, user, which job, command line with {J})
                                               "--wrap", "sleep 600"]),
     ("s9_a_uid0", "plurmta", None, ["sbatch", "--uid=0", "--wrap", "id"]),
     ("s9_a_gid0", "plurmta", None, ["sbatch", "--gid=0", "--wrap", "id"]),
+    # an Operator (sacctmgr AdminLevel=Operator): others' jobs and the associations, not nodes or admin levels
+    ("s2_op_update_timelimit", "plurmtop", "pending", ["scontrol", "update", "JobId={J}", "TimeLimit=9"]),
+    ("s3_op_priority", "plurmtop", "pending", ["scontrol", "update", "JobId={J}", "Priority=5000"]),
+    ("s4_op_hold", "plurmtop", "pending", ["scontrol", "hold", "{J}"]),
+    ("s4_a_release_op_hold", "plurmta", "pending", ["scontrol", "release", "{J}"]),
+    ("s4_op_release", "plurmtop", "pending", ["scontrol", "release", "{J}"]),
+    ("s5_op_drain", "plurmtop", None, ["scontrol", "update", "NodeName=n1", "State=DRAIN", "Reason=x"]),
+    ("s6_op_add_account", "plurmtop", None, ["sacctmgr", "-i", "add", "account", "opacct", "Description=op",
+                                             "Organization=op"]),
+    ("s6_op_adminlevel_admin", "plurmtop", None, ["sacctmgr", "-i", "modify", "user", "plurmtb", "set",
+                                                  "adminlevel=Administrator"]),
 ]
 
 
