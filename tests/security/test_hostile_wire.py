@@ -257,7 +257,8 @@ def test_a_flood_of_bad_messages_writes_a_bounded_log(target: Target) -> None:
 
 # ----------------------------------------------------------------- Hypothesis over the wire
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=20) | st.sampled_from([10**4000, -10**400, 2**63, 2**64, 1e308, -0.0]),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=12)
