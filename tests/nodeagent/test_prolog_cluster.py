@@ -13,6 +13,16 @@ def write_program(path: Path, body: str) -> str:
     return str(path)
 
 
+def cluster_with(tmp_path: Path, nodes: int, settings: str):
+    """A local cluster restarted with extra slurm.conf lines (its Prolog, Epilog, ...)."""
+    cluster = start_cluster(tmp_path, nodes=nodes, cpus=1, memory=1000)
+    cluster.down()
+    with open(cluster.conf, "a", encoding="utf-8") as handle:
+        handle.write(settings)
+    cluster.up()
+    return cluster
+
+
 def test_prolog_epilog_and_task_prolog_through_a_cluster(tmp_path: Path) -> None:
     """Through real daemons: the scripts run around a job; a failing Prolog drains the node."""
     record = tmp_path / "record"
@@ -20,12 +30,8 @@ def test_prolog_epilog_and_task_prolog_through_a_cluster(tmp_path: Path) -> None
     prolog_path = write_program(tmp_path / "prolog", body)
     epilog_path = write_program(tmp_path / "epilog", body)
     task_prolog = write_program(tmp_path / "task_prolog", "#!/bin/sh\necho export FROM_TASK_PROLOG=yes\n")
-    cluster = start_cluster(tmp_path, nodes=1, cpus=1, memory=1000)
+    cluster = cluster_with(tmp_path, 1, f"Prolog={prolog_path}\nEpilog={epilog_path}\nTaskProlog={task_prolog}\n")
     try:
-        cluster.down()
-        with open(cluster.conf, "a", encoding="utf-8") as handle:
-            handle.write(f"Prolog={prolog_path}\nEpilog={epilog_path}\nTaskProlog={task_prolog}\n")
-        cluster.up()
         work = tmp_path / "work"
         work.mkdir()
         job_id = cluster.sbatch("--wrap", "echo task=$FROM_TASK_PROLOG", cwd=work)
@@ -52,12 +58,8 @@ def test_prolog_and_epilog_run_on_every_node_of_a_job(tmp_path: Path) -> None:
     body = f"#!/bin/sh\necho $SLURM_SCRIPT_CONTEXT $SLURMD_NODENAME $SLURM_JOB_ID $SLURM_JOB_USER >> {record}\n"
     prolog_path = write_program(tmp_path / "prolog", body)
     epilog_path = write_program(tmp_path / "epilog", body)
-    cluster = start_cluster(tmp_path, nodes=2, cpus=1, memory=1000)
+    cluster = cluster_with(tmp_path, 2, f"Prolog={prolog_path}\nEpilog={epilog_path}\n")
     try:
-        cluster.down()
-        with open(cluster.conf, "a", encoding="utf-8") as handle:
-            handle.write(f"Prolog={prolog_path}\nEpilog={epilog_path}\n")
-        cluster.up()
         work = tmp_path / "work"
         work.mkdir()
         job_id = cluster.sbatch("-N2", "--wrap", "srun -N2 true", cwd=work)
