@@ -242,16 +242,25 @@ class SlurmConf:
         return self.get("ClusterName")
 
     def _controller(self) -> tuple[str, str]:
-        if self.slurmctld_hosts:
-            spec = self.slurmctld_hosts[0]
+        return self.slurmctld_endpoints[0]
+
+    @property
+    def slurmctld_endpoints(self) -> list[tuple[str, str]]:
+        """Every controller as (host, address), primary first: ``SlurmctldHost=name(addr)``
+        lines in order (``addr`` defaults to ``name``), else ControlMachine/ControlAddr and
+        BackupController/BackupAddr."""
+        found: list[tuple[str, str]] = []
+        for spec in self.slurmctld_hosts:
             m = re.fullmatch(r"([^()]*)\(([^()]*)\)", spec.strip())
-            if m:
-                return m.group(1), m.group(2)
-            return spec, spec
-        machine = self.get("ControlMachine")
-        if machine:
-            return machine, self.get("ControlAddr") or machine
-        raise ConfError(f"{self.path}:0: SlurmctldHost is not set")
+            found.append((m.group(1), m.group(2)) if m else (spec.strip(), spec.strip()))
+        if not found:
+            for host_key, addr_key in (("ControlMachine", "ControlAddr"), ("BackupController", "BackupAddr")):
+                machine = self.get(host_key)
+                if machine:
+                    found.append((machine, self.get(addr_key) or machine))
+        if not found:
+            raise ConfError(f"{self.path}:0: SlurmctldHost is not set")
+        return found
 
     @property
     def slurmctld_host(self) -> str:

@@ -173,6 +173,9 @@ class NodeRegister(Msg):
     boot_time: float
     slurmd_start_time: float
     running_jobs: list[int] = []
+    # job id -> the run (the job's restart count) this node runs of it: a copy of an older
+    # run than the controller's (the job was requeued while the node was away) is killed.
+    runs: dict[int, int] = {}
     os: str = ""
     arch: str = ""
     version: str = ""
@@ -185,6 +188,7 @@ class NodeRegister(Msg):
 class NodePing(Msg):
     node: str
     running_jobs: list[int] = []
+    runs: dict[int, int] = {}  # as NodeRegister.runs
     cpu_load: float | None = None
     free_mem: int | None = None
     unhealthy: dict[str, str] = {}  # accelerator uuid -> reason (XID, ECC, temperature, vanished)
@@ -198,6 +202,9 @@ class JobEnded(Msg):
     exit_code: int = 0
     exit_signal: int = 0
     end_time: float = 0.0
+    # The run that ended (the job's restart count when it was launched; -1: not said).  The
+    # end of an older run than the job's current one is acknowledged and otherwise ignored.
+    restarts: int = -1
     timed_out: bool = False
     launch_failed: bool = False  # it never started: its files, its user or the Prolog failed
     requeue_held: bool = False  # the node's Prolog failed: back to the queue, held (as Slurm does)
@@ -229,6 +236,7 @@ class TerminateJob(Msg):
     kill_wait: float = 30.0
     signal: int = 15
     batch_host: str = ""  # the node that must report the batch script's end
+    restarts: int = -1  # only this run of the job (its restart count); -1: whatever runs of it
 
 
 class SignalJob(Msg):
