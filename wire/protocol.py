@@ -247,6 +247,7 @@ class SignalJob(Msg):
 
 class JobEndedAck(Msg):
     job_id: int
+    restarts: int = -1  # the run whose end report this acknowledges (JobEnded.restarts); -1: every run
 
 
 class PleaseRegister(Msg):
