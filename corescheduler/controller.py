@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
@@ -44,8 +43,10 @@ from plurm.corescheduler.dependency import dependency_targets
 from plurm.corescheduler.directory import Directory
 from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.errors import RequestError
+from plurm.corescheduler.failover_shell import FailoverShell
 from plurm.corescheduler.service import Service
-from plurm.corescheduler.store import StateStore
+from plurm.corescheduler import failover
+from plurm.corescheduler.store import Fenced, StoreError, open_store
 
 log = logging.getLogger("plurmctld")
 
@@ -58,8 +59,8 @@ NODE_MESSAGES = frozenset({"node_register", "node_ping", "job_ended"})
 OPEN_MESSAGES = frozenset({"ping", "config"})
 
 
-class Controller:
-    def __init__(self, conf_path: str) -> None:
+class Controller(FailoverShell):
+    def __init__(self, conf_path: str, host: str | None = None) -> None:
         from plurm.grammar.slurmconf import load_slurm_conf
 
         self.conf_path = os.path.abspath(conf_path)
@@ -71,34 +72,31 @@ class Controller:
                                        + [str(os.getuid())])
         self.node_routes: dict[str, bytes] = {}  # node -> routing id its daemon last spoke from
         self.log_limit = RateLimitedLog(log)
-        state_dir = self.conf.state_save_location or os.path.join(os.path.dirname(self.conf_path), "state")
-        os.makedirs(state_dir, exist_ok=True)
-        db_path = os.path.join(state_dir, "plurm_state.db")
-        try:
-            self.store = StateStore(db_path)
-        except sqlite3.Error as exc:  # sqlite's own words do not say which file
-            raise RuntimeError(f"cannot open the state store {db_path}: {exc}") from None
+        # Which SlurmctldHost entry this is, the store (SQLite or PostgreSQL) and the lease that
+        # makes one controller of several the active one (failover.py, lease.py).
+        self.endpoint = failover.choose_endpoint(self.conf.slurmctld_endpoints, host)
+        self.store = open_store(self.conf.state_save_location
+                                or os.path.join(os.path.dirname(self.conf_path), "state"))
+        self.election = failover.Election(self.store, self.endpoint, [n for n, _ in self.conf.slurmctld_endpoints],
+                                          float(self.conf.get_int("SlurmctldTimeout", 120) or 120))
+        self.store_failure = failover.StoreFailure(log)
         self.directory = Directory()
-        now = time.time()
-        jobs = self.store.load_jobs()
-        running = [j.job_id for j in jobs if j.state == model.RUNNING]
-        next_id = self.store.get_meta("next_job_id")
-        self.core = core_from_conf(
-            self.conf, accounts=self.store.load_accounts(decay_half_life(self.conf)), jobs=jobs,
-            open_steps=[s for s in self.store.acct_steps(running) if s.end_time is None],
-            next_job_id=int(next_id) if next_id else None, now=now,
-            slurm_user=self.directory.cluster_identity().user)
-        self._seed_archive(self.core.dependencies.referenced_ids())
-        self.service = Service(self.core)
+        self.core: Any = None  # None while this controller stands by
+        self.service: Any = None
+        if self.election.start():
+            self.load_state()
         self.replays = envelope.ReplayGuard()
         self.ctx = zmq.Context()
         self.sock = guarded_router(self.ctx, self.conf)  # bounds on what a peer may cost (hardening.py)
         self.sock.setsockopt(zmq.LINGER, 1000)
         self.sock.setsockopt(zmq.SNDHWM, 100000)
-        self.bind_addr = bind_address(self.conf.slurmctld_addr)
+        self.bind_addr = bind_address(self.endpoint.addr)
         self.peer_guard = guard(self.sock, self.conf.slurmctld_port)
         self.sock.bind(f"tcp://{self.bind_addr}:{self.conf.slurmctld_port}")
         self.outbox: list[list[bytes]] = []
+        # What each outbox entry is, should the commit fail: index -> (ident, parent) of a reply
+        # that reports success, or None for a message to a node (see FailoverShell.refuse_turn).
+        self.outbox_kinds: dict[int, tuple[bytes, str | None] | None] = {}
         self.running = True
         self.handlers: dict[str, Callable[[dict, Any, bytes], Any]] = {
             "submit_job": self.on_submit,
@@ -117,13 +115,32 @@ class Controller:
             "acctmgr": self.on_acctmgr,
             "share_info": self.on_share_info,
             "config": self.on_config,
-            "ping": lambda header, msg, ident: {"ok": True},
+            "ping": self.on_ping,
+            "takeover": self.on_takeover,
             "node_register": self.on_node_register,
             "node_ping": self.on_node_ping,
             "job_ended": self.on_job_ended,
         }
-        log.info("plurmctld listening on %s:%s (%s), %d nodes, %d jobs restored", self.bind_addr,
-                 self.conf.slurmctld_port, self.auth.name, len(self.core.nodes), len(self.core.jobs))
+        if self.core is None:
+            log.info("plurmctld (%s, %s) listening on %s:%s (%s): standing by", self.endpoint.name,
+                     self.endpoint.mode, self.bind_addr, self.conf.slurmctld_port, self.auth.name)
+        else:
+            log.info("plurmctld listening on %s:%s (%s), %d nodes, %d jobs restored", self.bind_addr,
+                     self.conf.slurmctld_port, self.auth.name, len(self.core.nodes), len(self.core.jobs))
+
+    def load_state(self) -> None:
+        """The core, rebuilt from the store alone: at start, on taking over, after a failed commit."""
+        now = time.time()
+        jobs = self.store.load_jobs()
+        running = [j.job_id for j in jobs if j.state == model.RUNNING]
+        next_id = self.store.get_meta("next_job_id")
+        self.core = core_from_conf(
+            self.conf, accounts=self.store.load_accounts(decay_half_life(self.conf)), jobs=jobs,
+            open_steps=[s for s in self.store.acct_steps(running) if s.end_time is None],
+            next_job_id=int(next_id) if next_id else None, now=now,
+            slurm_user=self.directory.cluster_identity().user)
+        self._seed_archive(self.core.dependencies.referenced_ids())
+        self.service = Service(self.core)
 
     # ------------------------------------------------------------------ applying decisions
     def _seed_archive(self, job_ids: set[int]) -> None:
@@ -143,6 +160,7 @@ class Controller:
     # ------------------------------------------------------------------ transport
     def reply(self, ident: bytes, header: dict, body: Any) -> None:
         payload = body if isinstance(body, bytes) else protocol.encode(body)
+        self.outbox_kinds[len(self.outbox)] = (ident, header.get("id"))
         self.outbox.append([ident, b""] + envelope.seal_raw(self.auth, "reply", payload, header.get("id")))
 
     def reply_error(self, ident: bytes, parent: str | None, message: str, code: str,
@@ -161,19 +179,30 @@ class Controller:
         if route is None:  # not heard from yet: it registers, and the core resends what matters
             log.debug("no route to node %s for %s", out.node, out.msg_type)
             return
+        self.outbox_kinds[len(self.outbox)] = None
         self.outbox.append([route, b""] + envelope.seal(self.auth, out.msg_type, body))
 
     def flush(self) -> None:
-        self.apply_effects()
-        if not self.outbox:
-            return
-        self.store.commit()  # durable before anything is acknowledged
+        try:
+            if self.core is not None:
+                self.apply_effects()
+            if not self.outbox and not self.store.dirty:
+                return
+            if self.store.dirty:
+                started = time.monotonic()
+                self.store.commit()  # durable before anything is acknowledged
+                self.election.renewed(started)  # the commit renewed the lease in its transaction
+            else:
+                self.store.end_read()
+        except StoreError as exc:  # never a crash: this turn's changes are refused, state rolled back
+            self.refuse_turn(exc)
         for frames in self.outbox:
             try:
                 self.sock.send_multipart(frames, flags=zmq.NOBLOCK)
             except zmq.ZMQError as exc:  # peer gone, queue full: the peer retries
                 log.debug("could not send to %r: %s", frames[0], exc)
         self.outbox.clear()
+        self.outbox_kinds.clear()
 
     def handle(self, frames: list[bytes]) -> None:
         if len(frames) < 2:
@@ -196,8 +225,12 @@ class Controller:
         # From here on the sender is who the credential proves, whatever the header claimed.
         header["uid"], header["gid"] = sender.uid, sender.gid
         msg_type = header["type"]
-        refusal = self._refusal(msg_type, sender)
+        refusal = self._refusal(msg_type, sender) or self.unavailable(msg_type)
         if refusal is not None:
+            if refusal[1] in (failover.STANDBY_CODE, failover.STORE_CODE):
+                if msg_type not in NODE_MESSAGES:  # a node is not answered: it resends
+                    self.reply_error(ident, header.get("id"), *refusal)
+                return
             self.log_limit.warning("refused", "refused %s from uid %s: %s", msg_type, sender.uid, refusal[0])
             self.reply_error(ident, header.get("id"), *refusal)
             return
@@ -259,6 +292,11 @@ class Controller:
             # Answer first (the submissions are durable once committed), then schedule:
             # a scheduling pass never delays a reply.
             self.flush()
+            self.failover_turn()
+            if self.core is None or self.store_failure.failed:
+                # Standing by, or the store cannot write: nothing to schedule or time out.
+                next_tick = max(next_tick, time.monotonic() + TICK_S)
+                continue
             try:
                 if time.monotonic() >= next_tick:
                     self.dispatch(self.core.tick(time.time()))
@@ -269,8 +307,7 @@ class Controller:
                 log.exception("scheduling pass failed")
                 self.core.need_schedule = False
             self.flush()
-        self.apply_effects()
-        self.store.commit()
+        self.shut_down()
 
     def stop(self, *_args: Any) -> None:
         self.running = False
@@ -378,3 +415,5 @@ class Controller:
     def on_job_ended(self, header: dict, msg: protocol.JobEnded, ident: bytes) -> Any:
         self.service.job_ended(self._node_of(ident, msg.node), msg, time.time())
         return None
+
+    # ------------------------------------------------------------------ handlers: node administration

@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-L", dest="logfile", help="log file (default: stderr in -D, else SlurmctldLogFile)")
     parser.add_argument("-v", action="count", default=0, help="more verbose logging")
     parser.add_argument("--pidfile", help="write the daemon's pid here (default without -D: SlurmctldPidFile)")
+    parser.add_argument("--host", help="which SlurmctldHost entry this controller is (its name or address; "
+                        "default: $PLURM_SLURMCTLD_HOST, else this host's name, else the only entry)")
     args = parser.parse_args(argv)
     from plurm.wire.client import conf_path
 
@@ -43,13 +45,13 @@ def main(argv: list[str] | None = None) -> int:
                     logfile=absolute(args.logfile), pidfile=absolute(args.pidfile), log=log)
     try:
         start.setup_logging()
-        _prepare(start, conf)
+        _prepare(start, conf, args.host)
     except StartupError as exc:
         return start.fail(str(exc))
-    return start.start(lambda: Controller(conf))
+    return start.start(lambda: Controller(conf, args.host))
 
 
-def _prepare(start: Startup, conf_file: str) -> None:
+def _prepare(start: Startup, conf_file: str, host: str | None = None) -> None:
     """What Controller.__init__ would fail on, checked with the loaders it uses, while the
     admin's terminal is still there to read the message."""
     from plurm.wire import authtype
@@ -59,7 +61,13 @@ def _prepare(start: Startup, conf_file: str) -> None:
     key_path = key_path_for(conf_file)
     load_or_fail(f"AuthType {conf.get('AuthType') or authtype.DEFAULT_AUTH_TYPE}",
                  lambda: authtype.load(conf.get("AuthType"), key_path, conf.get("AuthInfo")))
-    port, addr = load_or_fail("slurm.conf", lambda: (conf.slurmctld_port, conf.slurmctld_addr))
+    from plurm.corescheduler.failover import EndpointError, choose_endpoint
+
+    port, endpoints = load_or_fail("slurm.conf", lambda: (conf.slurmctld_port, conf.slurmctld_endpoints))
+    try:
+        addr = choose_endpoint(endpoints, host).addr
+    except EndpointError as exc:
+        raise StartupError(f"SlurmctldHost: {exc}") from None
     from plurm.wire.hardening import bind_address
 
     bind_addr = bind_address(addr)  # the address Controller binds: SlurmctldHost's, and only it
@@ -76,8 +84,13 @@ def _daemon_paths(start: Startup, conf: SlurmConf, conf_file: str) -> None:
         start.setup_logging()
     if not start.pidfile:
         start.pidfile = conf_path_option(conf, "SlurmctldPidFile") or DEFAULT_PIDFILE
-    state_dir = conf_path_option(conf, "StateSaveLocation") or os.path.join(os.path.dirname(conf_file), "state")
-    make_dirs(state_dir, "StateSaveLocation")
+    from plurm.corescheduler.store import is_postgresql
+
+    if is_postgresql(conf.get("StateSaveLocation")):  # a server's URL: no directory of ours
+        state_dir = None
+    else:
+        state_dir = conf_path_option(conf, "StateSaveLocation") or os.path.join(os.path.dirname(conf_file), "state")
+        make_dirs(state_dir, "StateSaveLocation")
     start.workdir = working_directory([os.path.dirname(start.logfile) if start.logfile else None, state_dir])
 
 

@@ -1,4 +1,12 @@
-"""The controller's durable state: one SQLite database in WAL mode.
+"""The controller's durable state: one SQLite database in WAL mode (or PostgreSQL).
+
+``open_store(location)`` picks the back end from StateSaveLocation: a directory keeps
+the embedded SQLite file inside it (the default: no server needed); a
+``postgresql://USER@HOST:PORT/DB`` URL selects store_pg.PgStore, the same tables and
+semantics on a server that two controllers share (the standby's way to the state).
+Both back ends speak the SQL of ``SqlStore`` below; a back end's failure is raised as
+``StoreError`` (``Fenced`` when another controller holds the lease), never as the
+driver's own class, so the controller handles one type.
 
 Every accepted change is written here and committed before the request
 that caused it is answered (the controller groups the changes of one loop
@@ -15,7 +23,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import msgspec
 
@@ -62,35 +71,102 @@ _step_decoder = msgspec.json.Decoder(StepRecord)
 _env_decoder = msgspec.json.Decoder(dict[str, str])
 
 
-class StateStore:
-    def __init__(self, path: str) -> None:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self.path = path
-        self._db = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        sync = os.environ.get("PLURM_STORE_SYNC", "NORMAL").upper()
-        self._db.execute(f"PRAGMA synchronous={'FULL' if sync == 'FULL' else 'NORMAL'}")
-        self._db.executescript(_SCHEMA)
+class StoreError(Exception):
+    """The store could not read or write (disk full, I/O error, read-only file, server gone)."""
+
+
+class Fenced(StoreError):
+    """Another controller holds the lease: this one may not write (store_pg, lease.py)."""
+
+
+def _upsert(table: str, columns: str, key: str) -> str:
+    """INSERT ... ON CONFLICT DO UPDATE: the one upsert SQLite (3.24+) and PostgreSQL share."""
+    names = [c.strip() for c in columns.split(",")]
+    keys = {k.strip() for k in key.split(",")}
+    updates = ", ".join(f"{n}=excluded.{n}" for n in names if n not in keys)
+    return (f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(names))}) "
+            f"ON CONFLICT ({key}) DO UPDATE SET {updates}")
+
+
+_PUT_META = _upsert("meta", "key, value", "key")
+_PUT_JOB = _upsert("jobs", "job_id, data", "job_id")
+_PUT_SCRIPT = _upsert("job_scripts", "job_id, script, environment", "job_id")
+_PUT_ACCT_JOB = _upsert("acct_jobs", "job_id, array_job_id, user_id, end_time, data", "job_id")
+_PUT_ACCT_STEP = _upsert("acct_steps", "job_id, step_id, data", "job_id, step_id")
+
+
+class SqlStore:
+    """The tables and what the controller asks of them, over a DB-API connection.
+
+    A back end sets ``_db`` and may translate the ``?`` placeholders (``_sql``); every
+    query goes through ``_run``/``_run_many`` so that a back end's failure becomes a
+    StoreError.  Writes are uncommitted until ``commit()`` (the controller's group commit).
+    """
+
+    location = ""
+    dirty = False  # something was written since the last commit
+    _db: Any
+    _driver_errors: tuple[type[BaseException], ...] = ()
+
+    def _sql(self, query: str) -> str:
+        return query
+
+    def _run(self, query: str, params: Sequence[object] = ()) -> Any:
+        if query[0] in "IDU":  # INSERT, DELETE, UPDATE: this turn has something to commit
+            self.dirty = True
+        try:
+            return self._db.execute(self._sql(query), params)
+        except self._driver_errors as exc:
+            raise self._error(exc) from exc
+
+    def _run_many(self, query: str, rows: list[Sequence[object]]) -> None:
+        if not rows:
+            return
+        self.dirty = True
+        try:
+            self._db.executemany(self._sql(query), rows)
+        except self._driver_errors as exc:
+            raise self._error(exc) from exc
+
+    def _error(self, exc: BaseException) -> StoreError:
+        return StoreError(f"{self.location}: {exc}".strip())
+
+    def _check_version(self) -> None:
         version = self.get_meta("schema_version")
         if version is None:
             self.set_meta("schema_version", str(SCHEMA_VERSION))
         elif int(version) > SCHEMA_VERSION:
-            raise RuntimeError(f"state store {path} was written by a newer plurm (schema {version})")
-        self.commit()
-        self._dirty = False
-
-    @property
-    def db(self) -> sqlite3.Connection:
-        """The connection, for stores that share this database and its transactions."""
-        return self._db
+            raise RuntimeError(f"state store {self.location} was written by a newer plurm (schema {version})")
 
     # -- transactions
     def commit(self) -> None:
-        self._db.commit()
-        self._dirty = False
+        try:
+            self._db.commit()
+        except self._driver_errors as exc:
+            raise self._error(exc) from exc
+        self.dirty = False
+
+    def end_read(self) -> None:
+        """A turn that wrote nothing: end its read transaction, if the driver opened one."""
+
+    def rollback(self) -> None:
+        """Forget this turn's uncommitted writes (after a failed commit)."""
+        self.dirty = False
+        try:
+            self._db.rollback()
+        except self._driver_errors as exc:
+            raise self._error(exc) from exc
+
+    def probe(self) -> None:
+        """One small committed write: raises StoreError while the store cannot write."""
+        self.set_meta("probe", "1")
+        self.commit()
 
     def close(self) -> None:
-        self._db.commit()
+        try:
+            self._db.commit()
+        except self._driver_errors:
+            pass  # closing a store that failed: nothing more can be saved
         self._db.close()
 
     def apply(self, effects: Iterable[fx.Effect]) -> None:
@@ -117,47 +193,41 @@ class StateStore:
 
     # -- meta
     def get_meta(self, key: str) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        row = self._run("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
-        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        self._run(_PUT_META, (key, value))
 
     # -- jobs
     def put_job(self, job: Job) -> None:
-        self._db.execute("INSERT OR REPLACE INTO jobs (job_id, data) VALUES (?, ?)",
-                         (job.job_id, _job_encoder.encode(job)))
+        self._run(_PUT_JOB, (job.job_id, _job_encoder.encode(job)))
 
     def put_jobs(self, jobs: Iterable[Job]) -> None:
-        self._db.executemany("INSERT OR REPLACE INTO jobs (job_id, data) VALUES (?, ?)",
-                             [(job.job_id, _job_encoder.encode(job)) for job in jobs])
+        self._run_many(_PUT_JOB, [(job.job_id, _job_encoder.encode(job)) for job in jobs])
 
     def delete_job(self, job_id: int) -> None:
-        self._db.execute("DELETE FROM jobs WHERE job_id=?", (job_id,))
-        self._db.execute("DELETE FROM job_scripts WHERE job_id=?", (job_id,))
+        self._run("DELETE FROM jobs WHERE job_id=?", (job_id,))
+        self._run("DELETE FROM job_scripts WHERE job_id=?", (job_id,))
 
     def load_jobs(self) -> list[Job]:
-        return [_job_decoder.decode(row[0]) for row in self._db.execute("SELECT data FROM jobs ORDER BY job_id")]
+        return [_job_decoder.decode(row[0]) for row in self._run("SELECT data FROM jobs ORDER BY job_id")]
 
     def put_script(self, job_id: int, script: str | None, environment: dict[str, str]) -> None:
-        self._db.execute("INSERT OR REPLACE INTO job_scripts (job_id, script, environment) VALUES (?, ?, ?)",
-                         (job_id, script, _job_encoder.encode(environment)))
+        self._run(_PUT_SCRIPT, (job_id, script, _job_encoder.encode(environment)))
 
     def get_script(self, job_id: int) -> tuple[str | None, dict[str, str]]:
-        row = self._db.execute("SELECT script, environment FROM job_scripts WHERE job_id=?", (job_id,)).fetchone()
+        row = self._run("SELECT script, environment FROM job_scripts WHERE job_id=?", (job_id,)).fetchone()
         if row is None:
             return None, {}
         return row[0], _env_decoder.decode(row[1])
 
     # -- accounting
     def put_acct_job(self, job: Job) -> None:
-        self._db.execute("INSERT OR REPLACE INTO acct_jobs (job_id, array_job_id, user_id, end_time, data) "
-                         "VALUES (?, ?, ?, ?, ?)",
-                         (job.job_id, job.array_job_id, job.spec.user_id, job.end_time, _job_encoder.encode(job)))
+        self._run(_PUT_ACCT_JOB, (job.job_id, job.array_job_id, job.spec.user_id, job.end_time, _job_encoder.encode(job)))
 
     def put_acct_step(self, step: StepRecord) -> None:
-        self._db.execute("INSERT OR REPLACE INTO acct_steps (job_id, step_id, data) VALUES (?, ?, ?)",
-                         (step.job_id, step.step_id, _job_encoder.encode(step)))
+        self._run(_PUT_ACCT_STEP, (step.job_id, step.step_id, _job_encoder.encode(step)))
 
     def acct_jobs(self, user_ids: list[int] | None = None, since: float | None = None,
                   job_ids: list[int] | None = None) -> Iterator[Job]:
@@ -178,7 +248,7 @@ class StateStore:
             params.append(since)
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
-        for (data,) in self._db.execute(query + " ORDER BY job_id", params):
+        for (data,) in self._run(query + " ORDER BY job_id", params).fetchall():
             yield _job_decoder.decode(data)
 
     def acct_steps(self, job_ids: list[int]) -> list[StepRecord]:
@@ -187,36 +257,78 @@ class StateStore:
         steps: list[StepRecord] = []
         for start in range(0, len(job_ids), 500):
             chunk = job_ids[start:start + 500]
-            steps.extend(_step_decoder.decode(row[0]) for row in self._db.execute(
+            steps.extend(_step_decoder.decode(row[0]) for row in self._run(
                 f"SELECT data FROM acct_steps WHERE job_id IN ({','.join('?' * len(chunk))})", chunk))
         return steps
 
     # -- associations (sacctmgr's tables; the core holds them as an AccountBook)
     def load_accounts(self, half_life_s: float) -> AccountBook:
-        db = self._db
         return AccountBook(
             half_life_s=half_life_s,
-            accounts_by_name={r[0]: Account(*r) for r in db.execute(
+            accounts_by_name={r[0]: Account(*r) for r in self._run(
                 "SELECT name, parent, description, organization, shares FROM assoc_accounts")},
-            users_by_name={r[0]: User(*r) for r in db.execute("SELECT name, default_account, admin FROM assoc_users")},
-            links_by_key={(r[0], r[1]): Link(*r) for r in db.execute(
-                "SELECT account, user, shares, usage, decayed_at FROM assoc_links")},
-            qos_by_name={r[0]: Qos(r[0], r[1] or "", *r[2:]) for r in db.execute(
+            users_by_name={r[0]: User(*r) for r in self._run("SELECT name, default_account, admin FROM assoc_users")},
+            links_by_key={(r[0], r[1]): Link(*r) for r in self._run(
+                'SELECT account, "user", shares, usage, decayed_at FROM assoc_links')},
+            qos_by_name={r[0]: Qos(r[0], r[1] or "", *r[2:]) for r in self._run(
                 "SELECT name, description, priority, max_jobs_per_user, preempt, preempt_mode FROM assoc_qos")})
 
     def save_accounts(self, book: AccountBook) -> None:
         """Replace the tables with the book (small: a site's accounts, users and QOS)."""
-        db = self._db
         for table in ("assoc_accounts", "assoc_users", "assoc_links", "assoc_qos"):
-            db.execute(f"DELETE FROM {table}")
-        db.executemany("INSERT INTO assoc_accounts VALUES (?, ?, ?, ?, ?)",
+            self._run(f"DELETE FROM {table}")
+        self._run_many("INSERT INTO assoc_accounts VALUES (?, ?, ?, ?, ?)",
                        [(a.name, a.parent, a.description, a.organization, a.shares)
                         for a in book.accounts_by_name.values()])
-        db.executemany("INSERT INTO assoc_users VALUES (?, ?, ?)",
+        self._run_many("INSERT INTO assoc_users VALUES (?, ?, ?)",
                        [(u.name, u.default_account, u.admin) for u in book.users_by_name.values()])
-        db.executemany("INSERT INTO assoc_links VALUES (?, ?, ?, ?, ?)",
+        self._run_many("INSERT INTO assoc_links VALUES (?, ?, ?, ?, ?)",
                        [(k.account, k.user, k.shares, k.usage, k.decayed_at) for k in book.links_by_key.values()])
-        db.executemany("INSERT INTO assoc_qos VALUES (?, ?, ?, ?, ?, ?)",
+        self._run_many("INSERT INTO assoc_qos VALUES (?, ?, ?, ?, ?, ?)",
                        [(q.name, q.description, q.priority, q.max_jobs_per_user, q.preempt, q.preempt_mode)
                         for q in book.qos_by_name.values()])
         book.dirty = False
+
+
+class StateStore(SqlStore):
+    """The embedded back end: one SQLite file (``path``), WAL, synchronous=NORMAL."""
+
+    _driver_errors = (sqlite3.Error, OSError)
+
+    def __init__(self, path: str) -> None:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self.path = self.location = path
+        self._db = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        sync = os.environ.get("PLURM_STORE_SYNC", "NORMAL").upper()
+        self._db.execute(f"PRAGMA synchronous={'FULL' if sync == 'FULL' else 'NORMAL'}")
+        self._db.executescript(_SCHEMA)
+        self._check_version()
+        self.commit()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The connection, for stores that share this database and its transactions."""
+        return self._db
+
+
+STATE_FILE = "plurm_state.db"
+
+
+def is_postgresql(location: str | None) -> bool:
+    return bool(location) and location.startswith(("postgresql://", "postgres://"))
+
+
+def open_store(location: str) -> SqlStore:
+    """The store StateSaveLocation names: a PostgreSQL URL, else a directory holding the
+    SQLite file.  The PostgreSQL driver is imported only here, only for such a URL."""
+    if is_postgresql(location):
+        from plurm.corescheduler.store_pg import PgStore
+
+        return PgStore(location)
+    os.makedirs(location, exist_ok=True)
+    path = os.path.join(location, STATE_FILE)
+    try:
+        return StateStore(path)
+    except sqlite3.Error as exc:  # sqlite's own words do not say which file
+        raise RuntimeError(f"cannot open the state store {path}: {exc}") from None

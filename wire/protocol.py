@@ -164,6 +164,10 @@ class Ping(Msg):
     pass
 
 
+class Takeover(Msg):
+    """scontrol takeover, to a backup controller: ask the active one for control."""
+
+
 # ----------------------------------------------------------------- plurmd <-> controller
 
 class NodeRegister(Msg):
@@ -301,6 +305,7 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "acctmgr": AcctMgr,
     "share_info": ShareInfoRequest,
     "ping": Ping,
+    "takeover": Takeover,
     "node_register": NodeRegister,
     "node_ping": NodePing,
     "job_ended": JobEnded,
