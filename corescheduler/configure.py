@@ -92,6 +92,7 @@ def settings_from_conf(conf: Any, slurm_user: str = "root") -> CoreSettings:
         priority_calc_period=_seconds(conf.get("PriorityCalcPeriod"), 300.0),
         preempt_mode=(conf.get("PreemptMode") or "OFF"),
         preempt_exempt_s=_seconds(conf.get("PreemptExemptTime"), 0.0),
+        preempt_send_user_signal="send_user_signal" in (conf.get("PreemptParameters") or "").lower(),
         kill_invalid_depend="kill_invalid_depend" in sched_params,
         enforce_associations="assoc" in (conf.get("AccountingStorageEnforce") or "").lower(),
         scheduler_type=(conf.get("SchedulerType") or "sched/backfill").lower(),

@@ -30,6 +30,7 @@ from plurm.corescheduler.core_ends import JobEnds
 from plurm.corescheduler.core_nodes import NodeEvents
 from plurm.corescheduler.core_preempt import Preemption
 from plurm.corescheduler.core_requeue import JobControl
+from plurm.corescheduler.core_signals import Signals
 from plurm.corescheduler.core_update import JobChanges, JobUpdates
 from plurm.corescheduler.dependency import Dependencies, dependency_targets
 from plurm.corescheduler.effects import Outgoing
@@ -75,6 +76,7 @@ class CoreSettings:
     priority_calc_period: float = 300.0  # PriorityCalcPeriod
     preempt_mode: str = "OFF"  # PreemptMode
     preempt_exempt_s: float = 0.0  # PreemptExemptTime
+    preempt_send_user_signal: bool = False  # PreemptParameters=send_user_signal (core_signals.py)
     kill_invalid_depend: bool = False  # SchedulerParameters=kill_invalid_depend
     enforce_associations: bool = False  # AccountingStorageEnforce=associations
     # SchedulerType=sched/backfill (Slurm's default) adds a backfill cycle to the main pass
@@ -89,7 +91,7 @@ class CoreSettings:
     cred_expire: float = 120.0  # AuthInfo=cred_expire: a requeued job waits this long + 1 s
 
 
-class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates):
+class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signals):
     def __init__(self, nodes: dict[str, Node], partitions: dict[str, Partition],
                  settings: CoreSettings | None = None, *, priority_policy: Any = None, preempt_policy: Any = None,
                  accounts: AccountBook | None = None, jobs: Iterable[Job] = (),
@@ -525,6 +527,9 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates):
         referenced: set[int] | None = None
         for job in list(self.jobs.values()):
             if job.state == model.RUNNING and job.end_time is not None and job.end_time <= now:
+                if job.cancel_state or job.completing:  # a preemption's GraceTime is over (core_signals.py)
+                    out.extend(self._grace_over(job, now))
+                    continue
                 log.info("job %s reached its time limit", job.job_id)
                 job.cancel_state = model.TIMEOUT
                 if not job.spec.batch:
@@ -535,6 +540,8 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates):
                     self._save(job)
                 out.extend(Outgoing(n, "terminate_job", self.terminate_body(job))
                            for n in job.nodes)
+            elif job.state == model.RUNNING and job.spec.signal is not None:
+                out.extend(self._warn_if_due(job, now))  # --signal (core_signals.py)
             elif (job.state in model.FINISHED_STATES and not job.completing and job.end_time is not None
                   and now - job.end_time > self.settings.min_job_age):
                 if referenced is None:

@@ -33,17 +33,21 @@ class Preemption:
 
         def _save(self, job: Job) -> None: ...
         def terminate_body(self, job: Job) -> dict[str, Any]: ...
+        def _preempt_with_grace(self, victim: Job, mode_state: str, grace: float, now: float) -> list[Outgoing]: ...
 
     def _preempt_for(self, job: Job, demand: Demand, now: float) -> list[Outgoing]:
         """Preempt the fewest lower-tier running jobs that make room for ``job``, if any do."""
         partition = self.partitions.get(job.partition)
         if partition is None or isinstance(self.preempt_policy, preempt.NoPreemption):
             return []  # preempt/none: no victim, and no job on its way out for a preemption
-        running = [j for j in self.jobs.values() if j.state == model.RUNNING]
-        # Jobs already on their way out for a preemption free their resources soon:
-        # count them as free, so that one waiting job never preempts more than it needs.
+        # (A running job with an end decided is already leaving: in its GraceTime, or ending.)
+        running = [j for j in self.jobs.values() if j.state == model.RUNNING and not j.cancel_state]
+        # Jobs already on their way out for a preemption free their resources soon (at the
+        # latest when their GraceTime is over): count them as free, so that one waiting job
+        # never preempts more than it needs.
         leaving = [j for j in self.jobs.values()  # (a suspended job holds only its memory: not counted)
-                   if j.completing and j.cancel_state in (model.PREEMPTED, "REQUEUE") and j.suspend_time is None]
+                   if (j.completing or j.state == model.RUNNING) and j.cancel_state in (model.PREEMPTED, "REQUEUE")
+                   and j.suspend_time is None]
         victims: list[Job] = []
         for gone in leaving:
             self.scheduler.release(gone)
@@ -80,14 +84,17 @@ class Preemption:
                 continue
             grace = self.partitions[victim.partition].grace_time if victim.partition in self.partitions else 0
             log.info("job %s preempts job %s (%s)", job.job_id, victim.job_id, mode)
+            if grace > 0:  # it runs on for GraceTime seconds, warned (core_signals.py)
+                state = model.PREEMPTED if mode == preempt.CANCEL else "REQUEUE"
+                out.extend(self._preempt_with_grace(victim, state, float(grace), now))
+                continue
             victim.cancel_state = model.PREEMPTED if mode == preempt.CANCEL else "REQUEUE"
             if mode == preempt.CANCEL:
                 victim.state = model.PREEMPTED
             victim.completing = True
             victim.reason = f"Preempted by {job.job_id}"
             self._save(victim)
-            body = dict(self.terminate_body(victim), kill_wait=float(grace))
-            out.extend(Outgoing(n, "terminate_job", body) for n in victim.nodes)
+            out.extend(Outgoing(n, "terminate_job", self.terminate_body(victim)) for n in victim.nodes)
         return out
 
     def _preempt_mode(self, victim: Job) -> str:

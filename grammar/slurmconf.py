@@ -97,7 +97,7 @@ UnkillableStepProgram UnkillableStepTimeout VSizeFactor WaitTime X11Parameters
 # keys that start a line of their own kind.
 _OTHER_KEYS = """
 AccountingStoragePass BackupAddr BackupController ControlAddr ControlMachine DefCpuPerGPU
-DefMemPerGPU DefMemPerNode JobCompParams JobCompPass MaxMemPerCPU SuspendExcStates
+DefMemPerGPU DefMemPerNode JobCompParams JobCompPass MaxMemPerCPU PreemptParameters SuspendExcStates
 NodeName PartitionName NodeSet DownNodes FrontendName Include
 """.split()
 

@@ -22,7 +22,7 @@ _HANDLED = {
     "begin", "dependency", "requeue", "no-requeue", "chdir", "output", "error", "input", "open-mode",
     "export", "array", "comment", "wrap", "parsable", "test-only", "verbose", "quiet", "help", "usage",
     "version", "label", "pty", "overlap", "gres", "gpus", "gpus-per-node", "gpus-per-task", "cpus-per-gpu",
-    "mem-per-gpu", "constraint", "contiguous", "oversubscribe",
+    "mem-per-gpu", "constraint", "contiguous", "oversubscribe", "signal",
 }
 
 
@@ -93,6 +93,11 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
         spec["dependency"] = dep.get("spec")
     elif isinstance(dep, str):
         spec["dependency"] = dep
+    signal = options.get("signal")
+    if isinstance(signal, dict):  # --signal (grammar/structvalues.parse_signal): corescheduler/core_signals.py
+        spec["signal"] = {"number": signal["number"], "seconds": signal["warn_seconds"],
+                          "batch": bool(signal.get("batch_shell_only")),
+                          "reservation": bool(signal.get("on_reservation_end"))}
     if options.get("no-requeue"):
         spec["requeue"] = False
     open_mode = options.get("open-mode")

@@ -52,6 +52,17 @@ STATE_CODES = {
 }
 
 
+class WarnSignal(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """--signal=[{R|B}:]SIG[@secs]: send ``number`` ``seconds`` before the time limit, to the
+    job's steps, or to the batch shell only (``batch``, B:); ``reservation`` (R:) is kept
+    for display: plurm has no reservations (core_signals.py)."""
+
+    number: int
+    seconds: int = 60
+    batch: bool = False
+    reservation: bool = False
+
+
 class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What a submission asks for: sbatch/srun/salloc options, resolved.
 
@@ -101,6 +112,7 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     cpus_per_gpu: int | None = None
     mem_per_gpu: int | None = None  # MB
     comment: str | None = None
+    signal: WarnSignal | None = None  # --signal
     batch: bool = True  # False: an allocation for srun/salloc
     submit_host: str = "localhost"
     user_id: int = 0
@@ -142,6 +154,7 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     exit_signal: int = 0
     derived_exit_code: int = 0
     restarts: int = 0
+    warned_run: int = -1  # the run (restarts) that got its --signal warning; -1: none yet
     next_step_id: int = 0
     held_by: str | None = None  # "user" | "admin"
     last_sched_eval: float | None = None
