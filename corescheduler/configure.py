@@ -101,6 +101,7 @@ def settings_from_conf(conf: Any, slurm_user: str = "root") -> CoreSettings:
         private_data=private_data(conf.get("PrivateData")),
         max_script_size=max_script_size(sched_params),
         cred_expire=cred_expire(conf.get("AuthInfo")),
+        resume_timeout=float(conf.get("ResumeTimeout") or 60),
     )
 
 
@@ -152,3 +153,10 @@ def core_from_conf(conf: Any, *, accounts: AccountBook | None = None, jobs: Iter
                        priority_policy=priority_policy(conf), preempt_policy=preempt_policy(conf),
                        accounts=accounts or AccountBook(half_life_s=decay_half_life(conf)), jobs=jobs,
                        open_steps=open_steps, next_job_id=next_job_id, now=now)
+
+
+def reconfig_parts(conf: Any, slurm_user: str = "root") -> dict[str, Any]:
+    """What ``ClusterCore.reconfigure`` takes from a re-read slurm.conf (scontrol reconfigure)."""
+    return {"nodes": nodes_from_conf(conf), "partitions": partitions_from_conf(conf),
+            "settings": settings_from_conf(conf, slurm_user), "priority_policy": priority_policy(conf),
+            "preempt_policy": preempt_policy(conf)}

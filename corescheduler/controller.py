@@ -107,6 +107,8 @@ class Controller(FailoverShell):
             "requeue_job": self.on_requeue_job,
             "suspend_job": self.on_suspend_job,
             "update_node": self.on_update_node,
+            "reboot_nodes": self.on_reboot_nodes,
+            "reconfigure": self.on_reconfigure,
             "step_create": self.on_step_create,
             "step_complete": self.on_step_complete,
             "job_complete": self.on_job_complete,
@@ -417,3 +419,25 @@ class Controller(FailoverShell):
         return None
 
     # ------------------------------------------------------------------ handlers: node administration
+    def on_reboot_nodes(self, header: dict, msg: protocol.RebootNodes, ident: bytes) -> Any:
+        return self.service.reboot_nodes(msg, self._who(header), time.time())
+
+    def on_reconfigure(self, header: dict, msg: protocol.Reconfigure, ident: bytes) -> Any:
+        """scontrol reconfigure: read slurm.conf again; a file with an error is refused with the
+        parser's message and the running configuration stays (core_reconfig.py)."""
+        from plurm.corescheduler.configure import reconfig_parts
+        from plurm.grammar.slurmconf import ConfError, load_slurm_conf
+
+        who = self._who(header)
+        self.service.require_admin(who)  # (before the file is read: others learn nothing of it)
+        try:
+            conf = load_slurm_conf(self.conf_path)
+        except (ConfError, OSError) as exc:
+            log.error("reconfigure refused: %s", exc)
+            raise RequestError(str(exc), "ConfigError") from None
+        changed = self.service.reconfigure(reconfig_parts(conf, self.core.settings.slurm_user), who, time.time())
+        self.conf = conf
+        for warning in conf.warnings:
+            log.warning("%s", warning)
+        log.info("reconfigured from %s: %s", self.conf_path, ", ".join(changed) or "nothing changed")
+        return {"ok": True, "changed": changed}

@@ -11,8 +11,10 @@ before it answers, and the simulator drops.  The controller, the tests and
 
 Jobs' ends and cancellations live in core_ends.py, preemption, suspension and requeue
 in core_preempt.py, ``scontrol requeue/suspend/resume`` in core_requeue.py, node and step
-events in core_nodes.py, ``scontrol update`` in core_update.py (mixins of ``ClusterCore``,
-one role each); who may do what is authz.py.
+events in core_nodes.py, ``scontrol update`` in core_update.py, --signal and GraceTime in
+core_signals.py, node administration (drain, down, reboot) in core_nodeadmin.py, ``scontrol
+reconfigure`` in core_reconfig.py (mixins of ``ClusterCore``, one role each); who may do what
+is authz.py.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ from plurm.corescheduler import effects as fx
 from plurm.corescheduler.accounts import AccountBook
 from plurm.corescheduler.backfill import BackfillParams, schedule_with_backfill
 from plurm.corescheduler.core_ends import JobEnds
+from plurm.corescheduler.core_nodeadmin import NodeAdmin
 from plurm.corescheduler.core_nodes import NodeEvents
 from plurm.corescheduler.core_preempt import Preemption
+from plurm.corescheduler.core_reconfig import NodeReconfig
 from plurm.corescheduler.core_requeue import JobControl
 from plurm.corescheduler.core_signals import Signals
 from plurm.corescheduler.core_update import JobChanges, JobUpdates
@@ -89,9 +93,10 @@ class CoreSettings:
     private_data: frozenset[str] = frozenset()
     max_script_size: int = authz.DEFAULT_MAX_SCRIPT_SIZE  # SchedulerParameters=max_script_size
     cred_expire: float = 120.0  # AuthInfo=cred_expire: a requeued job waits this long + 1 s
+    resume_timeout: float = 60.0  # ResumeTimeout: a node told to reboot is DOWN if not back by then
 
 
-class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signals):
+class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signals, NodeAdmin, NodeReconfig):
     def __init__(self, nodes: dict[str, Node], partitions: dict[str, Partition],
                  settings: CoreSettings | None = None, *, priority_policy: Any = None, preempt_policy: Any = None,
                  accounts: AccountBook | None = None, jobs: Iterable[Job] = (),
@@ -131,6 +136,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         self.node_seen: dict[str, float] = {}
         self.node_registered: set[str] = set()
         self.missing_since: dict[int, float] = {}
+        self.reboot_pending: set[str] = set()  # nodes with a reboot requested or issued (core_nodeadmin)
         self._liveness_due = now  # the earliest SlurmdTimeout deadline (core_nodes.py)
         self.next_job_id = next_job_id or settings.first_job_id
         self._effects: list[fx.Effect] = []
@@ -554,6 +560,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
                     and job.reason == REASON_BEGIN_TIME:
                 self.need_schedule = True
         out.extend(self._check_node_liveness(now))
+        out.extend(self.reboots_due(now))
         return out
 
 

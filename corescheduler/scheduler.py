@@ -338,7 +338,7 @@ class Scheduler:
         return chosen
 
     def usable(self, node: Node) -> bool:
-        return self._ignore_state or (node.responding and not node.down and not node.drain)
+        return self._ignore_state or (node.responding and not node.down and not node.drain and node.reboot != "issued")
 
     def fits_idle(self, demand: Demand, partition: Partition) -> bool:
         """Could the job run if its partition's nodes were all up and empty?  A job that
@@ -548,7 +548,7 @@ class Scheduler:
                 order = list(members)
             else:
                 order = [i for i, n in zip(members, self._member_nodes[partition])
-                         if n.responding and not n.down and not n.drain]
+                         if n.responding and not n.down and not n.drain and n.reboot != "issued"]
             self._order_cache[partition] = order
         return order
 

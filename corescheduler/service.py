@@ -239,12 +239,26 @@ class Service:
     # ------------------------------------------------------------------ nodes
     def update_node(self, msg: protocol.UpdateNode, who: Identity, now: float) -> dict[str, Any]:
         self.require_admin(who)
-        for name in msg.nodes:
-            self.core.update_node(name, msg.state, msg.reason, who, now)
+        self._send(self.core.update_nodes(list(msg.nodes), msg.state, msg.reason, who, now))
         return {"ok": True}
+
+    def reboot_nodes(self, msg: protocol.RebootNodes, who: Identity, now: float) -> dict[str, Any]:
+        """scontrol reboot (Administrators, as a node update)."""
+        self.require_admin(who)
+        self._send(self.core.reboot_nodes(list(msg.nodes), msg.asap, msg.next_state, msg.reason, who, now))
+        return {"ok": True}
+
+    def reconfigure(self, parts: dict[str, Any], who: Identity, now: float) -> list[str]:
+        """scontrol reconfigure with slurm.conf re-read (configure.reconfig_parts): SlurmUser,
+        root and Administrators only; every node daemon is told to read it too."""
+        self.require_admin(who)
+        changed = self.core.reconfigure(now=now, **parts)
+        self._send([Outgoing(name, "reconfigure_node", {}) for name in self.core.nodes])
+        return changed
 
     def node_register(self, name: str, msg: protocol.NodeRegister, now: float) -> None:
         self._send(self.core.node_register(name, protocol.to_builtins(msg), now))
+        self.core.reboot_registered(name, msg.boot_time, msg.slurmd_start_time)  # (a reboot it was told of)
 
     def node_ping(self, name: str, msg: protocol.NodePing, now: float) -> None:
         self._send(self.core.node_ping(name, msg.running_jobs, msg.cpu_load, msg.free_mem, now, msg.unhealthy))

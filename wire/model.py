@@ -224,6 +224,12 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
     os: str = ""
     arch: str = ""
     version: str = ""
+    # scontrol reboot (corescheduler/core_nodeadmin.py): "" none, "requested" (waiting for
+    # the node to be idle), "issued" (plurmd told; until it registers again)
+    reboot: str = ""
+    reboot_next: str = ""  # the state after the reboot: "" (back in service), RESUME, DOWN, UNDRAIN
+    reboot_time: float | None = None  # when the reboot was issued
+    reboot_drained: bool = False  # ASAP drained it (the drain ends with the reboot)
 
     @property
     def state(self) -> str:
@@ -240,6 +246,10 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
             base = "MIXED"
         if self.drain:
             base += "+DRAIN"
+        if self.reboot == "issued":  # (Slurm lists its flags alphabetically)
+            base += "+REBOOT_ISSUED"
+        elif self.reboot:
+            base += "+REBOOT_REQUESTED"
         if not self.responding and self.boot_time is not None:
             base += "*"
         return base

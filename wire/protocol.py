@@ -75,8 +75,21 @@ class SuspendJob(Msg):
 
 class UpdateNode(Msg):
     nodes: list[str]
-    state: str | None = None  # DRAIN, RESUME, DOWN, IDLE, UNDRAIN
+    state: str | None = None  # DRAIN, RESUME, DOWN, IDLE, UNDRAIN, CANCEL_REBOOT
     reason: str | None = None
+
+
+class RebootNodes(Msg):
+    """scontrol reboot: reboot ``nodes`` (empty: ALL) once idle; ``asap`` drains them first."""
+
+    nodes: list[str] = []
+    asap: bool = False
+    next_state: str = ""  # "" (back in service), RESUME, DOWN, UNDRAIN
+    reason: str | None = None
+
+
+class Reconfigure(Msg):
+    """scontrol reconfigure: the controller and every plurmd read slurm.conf again."""
 
 
 class StepCreate(Msg):
@@ -249,6 +262,16 @@ class SignalJob(Msg):
     scope: str = "steps"  # "steps" (scancel -s), "batch" (-b), "all" (-f)
 
 
+class RebootNode(Msg):
+    """Controller -> plurmd: reboot (RebootProgram; without one plurmd restarts itself)."""
+
+    reason: str = ""
+
+
+class ReconfigureNode(Msg):
+    """Controller -> plurmd: read slurm.conf again."""
+
+
 class JobEndedAck(Msg):
     job_id: int
     restarts: int = -1  # the run whose end report this acknowledges (JobEnded.restarts); -1: every run
@@ -296,6 +319,8 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "requeue_job": RequeueJob,
     "suspend_job": SuspendJob,
     "update_node": UpdateNode,
+    "reboot_nodes": RebootNodes,
+    "reconfigure": Reconfigure,
     "step_create": StepCreate,
     "step_complete": StepComplete,
     "job_complete": JobComplete,
@@ -314,6 +339,8 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "signal_job": SignalJob,
     "job_ended_ack": JobEndedAck,
     "please_register": PleaseRegister,
+    "reboot_node": RebootNode,
+    "reconfigure_node": ReconfigureNode,
     "launch_tasks": LaunchTasks,
     "signal_tasks": SignalTasks,
 }

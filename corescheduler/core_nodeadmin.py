@@ -1,0 +1,226 @@
+"""Node administration: ``scontrol update NodeName=... State=...``, ``reboot``, ``cancel_reboot``.
+
+A mixin of ``ClusterCore`` (corescheduler/core.py), pure as the rest of the core.  What it
+does, after Slurm 22.05's slurmctld (the node_mgr.c behaviour as documented and observed):
+
+- **DRAIN** takes no new jobs; the node's jobs run to their end (sinfo ``drng`` while they
+  run, ``drain`` after: the base state comes from the allocations, the flag from here).
+- **DOWN** ends the node's jobs as a node failure does: NODE_FAIL, their other nodes told to
+  kill them.  **RESUME** clears DOWN, DRAIN and the reason, and is refused ("Invalid node
+  state specified") for a node that is neither.  **IDLE** does the same without refusing;
+  **UNDRAIN** clears the drain only.  Both DRAIN and DOWN need a reason.
+- **reboot**: the node is marked REBOOT_REQUESTED; ``ASAP`` drains it too (reason "Reboot
+  ASAP" unless one is given).  Once the node is idle the core asks its plurmd to reboot
+  (``reboot_node``) and marks it REBOOT_ISSUED: no job starts on it until it registers
+  again with a later start time, when it takes ``NextState`` (default: back in service).
+  A node not back within ResumeTimeout (60 s by default) is set DOWN ("reboot timed out").
+- **CANCEL_REBOOT** withdraws a request that has not been issued yet (and the ASAP drain).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from plurm.corescheduler.effects import Outgoing
+from plurm.corescheduler.errors import RequestError
+from plurm.corescheduler.identity import Identity
+from plurm.wire import model
+from plurm.wire.model import Job, Node
+
+log = logging.getLogger("plurmctld")
+
+INVALID_NODE = ("Invalid node name specified", "InvalidNode")
+INVALID_STATE = ("Invalid node state specified", "InvalidNodeState")
+REBOOT_IN_PROGRESS = ("Reboot already in progress", "RebootInProgress")
+REASON_NEEDED = ("You must specify a reason when DOWNING or DRAINING a node", "ReasonRequired")
+REBOOT_ASAP = "Reboot ASAP"
+NEXT_STATES = ("", "RESUME", "DOWN", "UNDRAIN")
+# The State= values the controller acts on (scontrol sends them upper-cased, unabbreviated).
+STATES = ("DRAIN", "DOWN", "RESUME", "IDLE", "UNDRAIN", "CANCEL_REBOOT")
+
+
+class NodeAdmin:
+    if TYPE_CHECKING:  # provided by ClusterCore
+        jobs: dict[int, Job]
+        nodes: dict[str, Node]
+        settings: Any
+        need_schedule: bool
+        reboot_pending: set[str]
+
+        def _at(self, now: float) -> None: ...
+        def terminate_body(self, job: Job) -> dict[str, Any]: ...
+        def _finish(self, job: Job, state: str, end: float, exit_code: int = 0,
+                    exit_signal: int = 0) -> list[Outgoing]: ...
+
+    # ------------------------------------------------------------------ scontrol update
+    def update_nodes(self, names: list[str], state: str | None, reason: str | None, who: Identity,
+                     now: float) -> list[Outgoing]:
+        """``scontrol update NodeName=<names> [State=...] [Reason=...]``.  As slurmctld, the
+        nodes are done in order and the first unknown one stops the request (the ones
+        before it are changed)."""
+        self._at(now)
+        upper = (state or "").upper()
+        if upper and upper not in STATES:
+            raise RequestError(*INVALID_STATE)
+        if upper in ("DRAIN", "DOWN") and not reason:
+            raise RequestError(*REASON_NEEDED)
+        out: list[Outgoing] = []
+        for name in names:
+            node = self.nodes.get(name)
+            if node is None:
+                log.info("update_node: node %s does not exist", name)
+                raise RequestError(*INVALID_NODE)
+            out.extend(self._update_one(node, upper, reason, who, now))
+        self.need_schedule = True
+        return out
+
+    def _update_one(self, node: Node, state: str, reason: str | None, who: Identity,
+                    now: float) -> list[Outgoing]:
+        out: list[Outgoing] = []
+        if state == "DRAIN":
+            node.drain = True
+            node.reboot_drained = False  # an administrator's drain now, not the reboot's
+        elif state == "DOWN":
+            node.down = True
+            out = self._end_jobs_of_down_node(node, now)
+        elif state == "RESUME":
+            if not (node.down or node.drain or not node.responding and node.boot_time is not None):
+                log.info("update_node: node %s is not down or drained: RESUME refused", node.name)
+                raise RequestError(*INVALID_STATE)
+            self._back_in_service(node)
+        elif state == "IDLE":
+            self._back_in_service(node)
+        elif state == "UNDRAIN":
+            node.drain = node.reboot_drained = False
+            if not node.down:
+                node.reason = None
+        elif state == "CANCEL_REBOOT":
+            self._cancel_reboot(node)
+        if reason is not None and (node.drain or node.down):
+            self._set_reason(node, reason, who.user, now)
+        log.info("update_node: node %s state %s%s", node.name, node.state,
+                 f" reason {node.reason!r}" if node.reason else "")
+        return out
+
+    @staticmethod
+    def _set_reason(node: Node, reason: str, user: str, now: float) -> None:
+        node.reason = reason
+        node.reason_time = now
+        node.reason_user = user
+
+    @staticmethod
+    def _back_in_service(node: Node) -> None:
+        node.down = node.drain = node.reboot_drained = False
+        node.reason = node.reason_time = node.reason_user = None
+
+    def _end_jobs_of_down_node(self, node: Node, now: float) -> list[Outgoing]:
+        """A node set DOWN: its jobs end as NODE_FAIL (an explicit cancel's state wins), and
+        every node of theirs is told to kill what is left (this node too: it may be alive)."""
+        out: list[Outgoing] = []
+        for job in list(self.jobs.values()):
+            if node.name not in job.nodes or not (job.state in (model.RUNNING, model.SUSPENDED) or job.completing):
+                continue
+            log.warning("job %s: node %s set DOWN: NODE_FAIL", job.job_id, node.name)
+            body = self.terminate_body(job)
+            out.extend(self._finish(job, job.cancel_state or model.NODE_FAIL, now))
+            out.extend(Outgoing(n, "terminate_job", body) for n in job.nodes)
+        return out
+
+    # ------------------------------------------------------------------ reboot
+    def reboot_nodes(self, names: list[str], asap: bool, next_state: str, reason: str | None, who: Identity,
+                     now: float) -> list[Outgoing]:
+        """``scontrol reboot [ASAP] [NextState=...] [Reason=...] <nodes|ALL>`` (empty: ALL)."""
+        self._at(now)
+        next_state = (next_state or "").upper()
+        if next_state not in NEXT_STATES:
+            raise RequestError(*INVALID_STATE)
+        targets = []
+        for name in names or list(self.nodes):
+            node = self.nodes.get(name)
+            if node is None:
+                raise RequestError(*INVALID_NODE)
+            targets.append(node)
+        for node in targets:
+            if node.reboot == "issued":
+                continue  # (it is rebooting: the request is done already)
+            node.reboot = "requested"
+            node.reboot_next = next_state
+            if asap and not node.drain:
+                node.drain = node.reboot_drained = True
+                self._set_reason(node, reason or REBOOT_ASAP, who.user, now)
+            elif reason:
+                self._set_reason(node, reason, who.user, now)
+            self.reboot_pending.add(node.name)
+            log.info("reboot requested for node %s%s%s", node.name, " (ASAP)" if asap else "",
+                     f", then {next_state}" if next_state else "")
+        self.need_schedule = True
+        return self.reboots_due(now)
+
+    def _cancel_reboot(self, node: Node) -> None:
+        if node.reboot == "issued":
+            raise RequestError(*REBOOT_IN_PROGRESS)
+        if node.reboot != "requested":
+            log.info("cancel_reboot: node %s has no reboot pending", node.name)
+            raise RequestError(*INVALID_STATE)
+        node.reboot, node.reboot_next = "", ""
+        self.reboot_pending.discard(node.name)
+        if node.reboot_drained:
+            node.drain = node.reboot_drained = False
+            if node.reason == REBOOT_ASAP and not node.down:
+                node.reason = node.reason_time = node.reason_user = None
+
+    def reboots_due(self, now: float) -> list[Outgoing]:
+        """Issue the reboots of nodes that are idle now; a reboot not done within
+        ResumeTimeout puts its node DOWN.  Walks only the nodes with a reboot pending."""
+        if not self.reboot_pending:
+            return []
+        out: list[Outgoing] = []
+        busy = self._busy_nodes()
+        timeout = getattr(self.settings, "resume_timeout", 60.0)
+        for name in sorted(self.reboot_pending):
+            node = self.nodes.get(name)
+            if node is None:
+                self.reboot_pending.discard(name)
+                continue
+            if node.reboot == "requested" and node.responding and name not in busy:
+                node.reboot, node.reboot_time = "issued", now
+                log.info("node %s is idle: reboot issued", name)
+                out.append(Outgoing(name, "reboot_node", {"reason": node.reason or ""}))
+            elif node.reboot == "issued" and node.reboot_time is not None and now - node.reboot_time > timeout:
+                log.warning("node %s did not come back within ResumeTimeout (%.0f s): DOWN", name, timeout)
+                node.reboot, node.reboot_next, node.reboot_drained = "", "", False
+                node.down = True
+                self._set_reason(node, "reboot timed out", self.settings.slurm_user, now)
+                self.reboot_pending.discard(name)
+        return out
+
+    def _busy_nodes(self) -> set[str]:
+        busy: set[str] = set()
+        for job in self.jobs.values():
+            if job.state in (model.RUNNING, model.SUSPENDED) or job.completing:
+                busy.update(job.nodes)
+        return busy
+
+    def reboot_registered(self, name: str, boot_time: float | None, start_time: float | None) -> None:
+        """A node registered: if it was told to reboot and has started since, the reboot is
+        done and the node takes its NextState."""
+        node = self.nodes.get(name)
+        if node is None or node.reboot != "issued" or node.reboot_time is None:
+            return
+        if max(boot_time or 0.0, start_time or 0.0) <= node.reboot_time:
+            return  # the same daemon registering again (a controller restart): still rebooting
+        next_state, drained = node.reboot_next, node.reboot_drained
+        node.reboot, node.reboot_next, node.reboot_time, node.reboot_drained = "", "", None, False
+        self.reboot_pending.discard(name)
+        if next_state == "DOWN":
+            node.down = True
+            node.reason = node.reason or "reboot complete: NextState=DOWN"
+        elif next_state == "UNDRAIN":
+            node.drain = False
+            if not node.down:
+                node.reason = None
+        elif next_state == "RESUME" or drained:
+            self._back_in_service(node)
+        log.info("node %s rebooted: state %s", name, node.state)
+        self.need_schedule = True
