@@ -2,10 +2,10 @@
 
 Supported: ``show job|node|partition|config|hostnames|hostlist|hostlistsorted|step``,
 ``update JobId=...|NodeName=...``, ``hold``, ``uhold``/``holdu``, ``release``, ``requeue``,
-``requeuehold``, ``suspend``, ``resume``, ``ping``, ``version``, ``help``, the options
-``-a -d -o -Q -v -V -h``, and an interactive mode reading commands from standard input.
-Not supported (an error, exit 1): ``reconfigure``, reservations and the rest of Slurm's
-commands.
+``requeuehold``, ``suspend``, ``resume``, ``reboot``, ``cancel_reboot``, ``reconfigure``
+(tools/scontrol_node.py), ``ping``, ``version``, ``help``, the options ``-a -d -o -Q -v -V -h``,
+and an interactive mode reading commands from standard input.  Not supported (an error,
+exit 1): reservations and the rest of Slurm's commands.
 
 Start-up budget: stdlib (json) only on the way to the request; msgspec, zmq and lark are
 never imported here.
@@ -31,8 +31,6 @@ _ENTITIES = ("aliases", "assoc_mgr", "bbstat", "burstbuffer", "config", "daemons
 _JOB_KEYS = {"timelimit": "TimeLimit", "partition": "Partition", "priority": "Priority", "nice": "Nice",
              "jobname": "JobName", "name": "JobName", "comment": "Comment", "numnodes": "NumNodes",
              "minnodes": "NumNodes", "reqnodes": "NumNodes", "numtasks": "NumTasks", "reqprocs": "NumTasks"}
-_NODE_STATES = ("NoResp", "DRAIN", "FAIL", "FUTURE", "RESUME", "POWER_DOWN", "POWER_DOWN_ASAP",
-                "POWER_DOWN_FORCE", "POWER_UP", "UNDRAIN")
 
 
 class _Exit(Exception):
@@ -77,8 +75,12 @@ class Scontrol:
             "requeuehold": lambda rest: scontrol_jobctl.requeue(self, rest, words[0], hold=True),
             "suspend": lambda rest: scontrol_jobctl.suspend(self, rest, words[0], resume=False),
             "resume": lambda rest: scontrol_jobctl.suspend(self, rest, words[0], resume=True),
+            "reboot": self.cmd_reboot, "reboot_nodes": self.cmd_reboot,
+            "cancel_reboot": self.cmd_cancel_reboot, "reconfigure": self.cmd_reconfigure,
         }
         func = table.get(cmd)
+        if func is None and len(cmd) >= 3 and "reboot_nodes".startswith(cmd):  # (Slurm's prefix for reboot)
+            func = table["reboot"]
         if func is None and cmd.startswith("requeuehold"):  # (Slurm's prefixes for these two)
             func = table["requeuehold"]
         elif func is None and len(cmd) >= 3 and "requeue".startswith(cmd):
@@ -94,6 +96,21 @@ class Scontrol:
             return 1
         func(args)
         return self.rc
+
+    def cmd_reboot(self, args: list[str]) -> None:
+        from plurm.tools import scontrol_node
+
+        scontrol_node.reboot(self, args)
+
+    def cmd_cancel_reboot(self, args: list[str]) -> None:
+        from plurm.tools import scontrol_node
+
+        scontrol_node.cancel_reboot(self, args)
+
+    def cmd_reconfigure(self, args: list[str]) -> None:
+        from plurm.tools import scontrol_node
+
+        scontrol_node.reconfigure(self, args)
 
     def cmd_oneliner(self, args: list[str]) -> None:
         self.oneliner = True
@@ -472,43 +489,9 @@ class Scontrol:
         self._job_update(ids, fields, "slurm_update")
 
     def _update_node(self, pairs: list[tuple[str, str]]) -> None:
-        from plurm.wire.client import ClientError
-        from plurm.grammar.hostlist import HostlistError, expand
+        from plurm.tools import scontrol_node
 
-        nodes: list[str] = []
-        state: str | None = None
-        reason: str | None = None
-        for key, value in pairs:
-            lowered = key.lower()
-            if lowered in ("nodename", "node"):
-                try:
-                    nodes.extend(expand(value))
-                except HostlistError:
-                    self.error(f"scontrol: error: Invalid node name specified: {value}")
-                    return
-            elif lowered == "state":
-                upper = value.upper()
-                valid = {s.upper(): s for s in _NODE_STATES} | {"DOWN": "DOWN", "IDLE": "IDLE"}
-                if upper not in valid:
-                    self.error(f"Invalid input: {key}={value}")
-                    self.error("Request aborted")
-                    self.error("Valid states are: " + " ".join(_NODE_STATES))
-                    return
-                state = upper
-            elif lowered == "reason":
-                reason = value
-            else:
-                self.error(f"Update of this parameter is not supported: {key}={value}")
-                self.error("Request aborted")
-                return
-        if state in ("DRAIN", "DOWN", "FAIL") and not reason:
-            self.error("You must specify a reason when DOWNING or DRAINING a node. Request denied")
-            return
-        body: dict = {"nodes": nodes, "state": state, "reason": reason}
-        try:
-            self.request("update_node", body)
-        except ClientError as exc:
-            self.error(f"slurm_update error: {exc}")
+        scontrol_node.update_node(self, pairs)
 
 
 def _slurm_message(text: str) -> str:

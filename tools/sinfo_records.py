@@ -25,8 +25,11 @@ FLAG_NO_RESPOND = 0x800
 FLAG_POWERED_DOWN = 0x1000
 FLAG_FAIL = 0x2000
 FLAG_MAINT = 0x8000
+FLAG_REBOOT_REQUESTED = 0x10000
+FLAG_REBOOT_ISSUED = 0x100000
 FLAGS = {"DRAIN": FLAG_DRAIN, "COMPLETING": FLAG_COMPLETING, "FAIL": FLAG_FAIL, "MAINT": FLAG_MAINT,
-         "POWERED_DOWN": FLAG_POWERED_DOWN, "NOT_RESPONDING": FLAG_NO_RESPOND}
+         "POWERED_DOWN": FLAG_POWERED_DOWN, "NOT_RESPONDING": FLAG_NO_RESPOND,
+         "REBOOT_REQUESTED": FLAG_REBOOT_REQUESTED, "REBOOT_ISSUED": FLAG_REBOOT_ISSUED}
 # Pseudo ids for -t values that are not a base state.
 T_DRAIN, T_DRAINED, T_DRAINING, T_NO_RESPOND = 1000, 1001, 1002, 1003
 
@@ -63,9 +66,15 @@ def _state_string(num: int, compact: bool) -> str:
     star = "*" if num & FLAG_NO_RESPOND else ""
     if num & FLAG_MAINT and base not in (3, 5):
         return "MAINT" + star
+    # A reboot pending (@) or issued (^): "BOOT" unless jobs still run there.
+    reboot = num & FLAG_REBOOT_REQUESTED
+    if num & FLAG_REBOOT_ISSUED and base not in (3, 5):
+        return "BOOT^" if compact else "REBOOT_ISSUED"
+    if reboot and base not in (3, 5):
+        return "BOOT@" if compact else "REBOOT_REQUESTED"
     if num & FLAG_DRAIN:
         if num & FLAG_COMPLETING or base in (3, 5):
-            return ("DRNG" if compact else "DRAINING") + star
+            return ("DRNG" if compact else "DRAINING") + ("@" if reboot else star)
         if base == 4:
             return "ERROR" + star
         return ("DRAIN" if compact else "DRAINED") + star
@@ -75,6 +84,8 @@ def _state_string(num: int, compact: bool) -> str:
         return "FAIL" + star
     if base == 1:
         return "DOWN" + star
+    if base in (3, 5) and reboot:
+        return ("ALLOC@" if compact else "ALLOCATED@") if base == 3 else ("MIX@" if compact else "MIXED@")
     if base == 3:
         if star:
             return ("ALLOC" if compact else "ALLOCATED") + star
@@ -128,6 +139,12 @@ def parse_node_states(value: str) -> list[int] | None:
                 found = FLAG_MAINT
             elif upper in ("POWER_DOWN", "POWERED_DOWN", "POW_DN"):
                 found = FLAG_POWERED_DOWN
+            elif upper in ("REBOOT", "BOOT"):
+                found = FLAG_REBOOT_REQUESTED | FLAG_REBOOT_ISSUED
+            elif upper == "REBOOT_REQUESTED":
+                found = FLAG_REBOOT_REQUESTED
+            elif upper == "REBOOT_ISSUED":
+                found = FLAG_REBOOT_ISSUED
         if found is None:
             valid = ",".join(BASE_LONG[n].lower() for n in range(7)) + \
                 ",drain,drained,draining,no_respond,reserved,perfctrs,completing,power_down,power_up,fail,maint,reboot"
