@@ -125,9 +125,16 @@ class PgStore(SqlStore):
         return super()._run(query, params)
 
     def _run_many(self, query: str, rows: list[Any]) -> None:
+        if not rows:
+            return
         if self._db is None or self._db.broken or self._db.closed:
             raise StoreError(f"{self.location}: the connection to the server was lost")
-        super()._run_many(query, rows)
+        self.dirty = True
+        try:
+            with self._db.cursor() as cursor:  # psycopg's executemany is the cursor's
+                cursor.executemany(self._sql(query), rows)
+        except psycopg.Error as exc:
+            raise self._error(exc) from exc
 
     @property
     def connected(self) -> bool:
@@ -163,13 +170,16 @@ class PgStore(SqlStore):
 
     def rollback(self) -> None:
         self.dirty = False
-        if not self.connected:
-            self.reconnect_if_broken()
-            return
         try:
-            super().rollback()
+            if self.connected:
+                super().rollback()
+            else:
+                self.reconnect_if_broken()
         except StoreError:
-            self.reconnect_if_broken()
+            try:
+                self.reconnect_if_broken()
+            except StoreError:
+                pass  # the server is still gone: the next statement says so (probe() retries)
 
     def probe(self) -> None:
         self.reconnect_if_broken()

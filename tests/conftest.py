@@ -75,3 +75,18 @@ def munge_cluster(munged, test_users):
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A private PostgreSQL on 127.0.0.1 (tests/pgtest.py; installed and run as root, skipped otherwise)."""
+    from pgtest import Unavailable, start_postgres
+
+    try:
+        server = start_postgres()
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.close()

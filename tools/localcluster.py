@@ -35,6 +35,17 @@ class ClusterShape:
     partition: str = "debug"
     cluster_name: str = "plurm"
     gres: str = ""  # per node, as slurm.conf's Gres= (e.g. "gpu:4" or "gpu:h200:2,gpu:a100:2")
+    controllers: int = 1  # 2+: a primary and backups on 127.0.0.1, 127.0.0.2, ... (needs ``state``)
+    state: str = ""  # StateSaveLocation: "" is DIR/state (SQLite); postgresql://... is shared
+    ctld_timeout: int | None = None  # SlurmctldTimeout: how long a silent active keeps control
+
+
+def controller_names(count: int) -> list[tuple[str, str]]:
+    """The local cluster's SlurmctldHost entries: one on 127.0.0.1 named localhost, or several
+    named ctl1, ctl2, ... on 127.0.0.1, 127.0.0.2, ... (every 127/8 address is loopback)."""
+    if count <= 1:
+        return [("localhost", "127.0.0.1")]
+    return [(f"ctl{i + 1}", f"127.0.0.{i + 1}") for i in range(count)]
 
 
 def _free_port_block(count: int) -> int:
@@ -68,15 +79,16 @@ def render_conf(directory: str, shape: ClusterShape, base_port: int) -> str:
     gres_types = sorted({item.split(":", 1)[0] for item in shape.gres.split(",") if item})
     gres_types_line = f"GresTypes={','.join(gres_types)}\n" if gres_types else ""
     node_gres = f" Gres={shape.gres}" if shape.gres else ""
+    ctld_hosts = "".join(f"SlurmctldHost={name}({addr})\n" for name, addr in controller_names(shape.controllers))
+    ctld_timeout = f"SlurmctldTimeout={shape.ctld_timeout}\n" if shape.ctld_timeout else ""
     return f"""\
 # A plurm local cluster, written by `plurm cluster up`.  Slurm reads it too.
 ClusterName={shape.cluster_name}
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort={base_port}
+{ctld_hosts}{ctld_timeout}SlurmctldPort={base_port}
 SlurmdPort={base_port + 1}
 SlurmUser={getpass.getuser()}
 SlurmdUser={getpass.getuser()}
-StateSaveLocation={d}/state
+StateSaveLocation={shape.state or f"{d}/state"}
 SlurmdSpoolDir={d}/spool/%n
 SlurmctldPidFile={d}/run/plurmctld.pid
 SlurmdPidFile={d}/run/plurmd-%n.pid
@@ -171,9 +183,10 @@ class LocalCluster:
         """Start whatever is not running; return what was started."""
         self.write_files(shape)
         started: list[str] = []
-        if self._alive("plurmctld", CTLD_MODULE) is None:
-            self._spawn("plurmctld", CTLD_MODULE, [])
-            started.append("plurmctld")
+        for name, extra in self.controllers():
+            if self._alive(name, CTLD_MODULE) is None:
+                self._spawn(name, CTLD_MODULE, extra)
+                started.append(name)
         names = self.node_names()
         for name in names:
             if self._alive(f"plurmd-{name}", NODED_MODULE) is None:
@@ -181,6 +194,17 @@ class LocalCluster:
                 started.append(f"plurmd-{name}")
         self.wait_ready(names, timeout)
         return started
+
+    def controllers(self) -> list[tuple[str, list[str]]]:
+        """(pid file name, extra arguments) of each controller slurm.conf names: plurmctld alone,
+        or plurmctld --host ctl1, plurmctld-ctl2 --host ctl2, ..."""
+        from plurm.grammar.slurmconf import load_slurm_conf
+
+        endpoints = load_slurm_conf(self.conf_path).slurmctld_endpoints
+        if len(endpoints) == 1:
+            return [("plurmctld", [])]
+        return [("plurmctld" if i == 0 else f"plurmctld-{name}", ["--host", name])
+                for i, (name, _addr) in enumerate(endpoints)]
 
     def wait_ready(self, names: list[str], timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -208,7 +232,7 @@ class LocalCluster:
             if not entry.endswith(".pid"):
                 continue
             name = entry[:-4]
-            module = CTLD_MODULE if name == "plurmctld" else NODED_MODULE
+            module = CTLD_MODULE if name.startswith("plurmctld") else NODED_MODULE
             pid = self._alive(name, module)
             if pid is not None:
                 targets.append((name, pid))

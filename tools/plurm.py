@@ -1,6 +1,7 @@
 """`plurm`: the administrator's and developer's entry point.
 
     plurm cluster up [--nodes N] [--cpus-per-node C] [--memory-per-node MB] [--dir DIR]
+                     [--controllers 2 --state postgresql://USER@HOST:PORT/DB] [--slurmctld-timeout S]
     plurm cluster down [--dir DIR]
     plurm cluster status [--dir DIR]
     plurm demo [--dir DIR] [--down]
@@ -22,7 +23,13 @@ def _cluster(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.dir)
     if args.action == "up":
         shape = ClusterShape(nodes=args.nodes, cpus_per_node=args.cpus_per_node,
-                             memory_per_node=args.memory_per_node, gres=args.gres)
+                             memory_per_node=args.memory_per_node, gres=args.gres,
+                             controllers=args.controllers, state=args.state or "",
+                             ctld_timeout=args.slurmctld_timeout)
+        if args.controllers > 1 and not (args.state or "").startswith(("postgresql://", "postgres://")):
+            print("plurm: error: --controllers 2 needs a shared store: --state postgresql://USER@HOST:PORT/DB",
+                  file=sys.stderr)
+            return 2
         if os.path.exists(cluster.conf_path) and args.nodes_given:
             print(f"plurm: {cluster.conf_path} exists; its node list is kept "
                   f"(run `plurm cluster down --dir {cluster.dir}` and remove it to change the shape)",
@@ -69,6 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     cluster.add_argument("--gres", default="", help="GRES per node, as slurm.conf's Gres= (e.g. gpu:4)")
     cluster.add_argument("--dir", default=None, help="cluster directory (default ~/.local/state/plurm/cluster)")
     cluster.add_argument("--timeout", type=float, default=60.0)
+    cluster.add_argument("--controllers", type=int, default=1,
+                         help="controllers: 2 = a primary and a standby (127.0.0.1, 127.0.0.2)")
+    cluster.add_argument("--state", default=None, help="StateSaveLocation (default DIR/state, SQLite; "
+                         "postgresql://USER@HOST:PORT/DB for a shared store)")
+    cluster.add_argument("--slurmctld-timeout", type=int, default=None,
+                         help="SlurmctldTimeout in seconds (the lease a standby waits out)")
     demo = sub.add_parser("demo", help="start a local cluster, run example jobs, show the results")
     demo.add_argument("--dir", default=None)
     demo.add_argument("--down", action="store_true", help="stop the cluster afterwards")

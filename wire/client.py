@@ -15,6 +15,10 @@ from plurm.wire import lightjson as json
 from plurm.wire.zmtp import DealerConnection
 
 DEFAULT_TIMEOUT_S = 10.0
+# With several SlurmctldHost entries: how long one may take to answer the connection before
+# the next is tried (a paused or cut-off controller accepts in the kernel, then says nothing).
+HANDSHAKE_TIMEOUT_S = 2.0
+STANDBY_CODE = "StandbyMode"  # a backup in standby (corescheduler/failover.py): try the next
 
 
 def default_cluster_dir() -> str:
@@ -41,13 +45,17 @@ class ClientError(Exception):
 
 
 class ClientSettings:
-    __slots__ = ("conf", "host", "port", "key_path", "cluster_name", "auth_type", "auth_info", "daemon_users")
+    __slots__ = ("conf", "host", "port", "key_path", "cluster_name", "auth_type", "auth_info", "daemon_users",
+                 "hosts", "host_names")
 
     def __init__(self, conf: str, host: str, port: int, key_path: str, cluster_name: str,
                  auth_type: str | None = None, auth_info: str | None = None,
-                 daemon_users: tuple[str, ...] = ()) -> None:
+                 daemon_users: tuple[str, ...] = (), hosts: tuple[str, ...] = (),
+                 host_names: tuple[str, ...] = ()) -> None:
         self.conf = conf
         self.host = host
+        self.hosts = hosts or (host,)  # every controller's address, primary first
+        self.host_names = host_names or self.hosts  # their SlurmctldHost names
         self.port = port
         self.key_path = key_path
         self.cluster_name = cluster_name
@@ -87,7 +95,8 @@ def read_settings(path: str | None = None) -> ClientSettings:
             text = handle.read()
     except OSError as exc:
         raise ClientError(f"Could not open configuration file {path}: {exc.strerror}", "ConfigError") from None
-    seen_host = False
+    hosts: list[tuple[str, str]] = []  # (name, address) of every controller, primary first
+    backup: list[str] = ["", ""]
     for line in text.replace("\\\n", " ").splitlines():
         line = line.split("#", 1)[0]
         for token in line.split():
@@ -95,12 +104,13 @@ def read_settings(path: str | None = None) -> ClientSettings:
             if not sep:
                 continue
             lowered = key.lower()
-            if lowered in ("slurmctldhost", "controlmachine") and not seen_host:
-                seen_host = True
+            if lowered in ("slurmctldhost", "controlmachine"):
                 name, _, addr = value.partition("(")
-                host = addr.rstrip(")") or name
-            elif lowered == "controladdr":
-                host = value
+                hosts.append((name, addr.rstrip(")") or name))
+            elif lowered == "controladdr" and hosts:
+                hosts[0] = (hosts[0][0], value)
+            elif lowered in ("backupcontroller", "backupaddr"):
+                backup[lowered == "backupaddr"] = value
             elif lowered == "slurmctldport":
                 port = int(value.split("-", 1)[0])
             elif lowered == "clustername":
@@ -111,7 +121,12 @@ def read_settings(path: str | None = None) -> ClientSettings:
                 auth_info = value
             elif lowered in ("slurmuser", "slurmduser"):
                 daemon_users.append(value)
-    return ClientSettings(path, host, port, key_path_for(path), cluster, auth_type, auth_info, tuple(daemon_users))
+    if backup[0] or backup[1]:
+        hosts.append((backup[0] or backup[1], backup[1] or backup[0]))
+    if hosts:
+        host = hosts[0][1]
+    return ClientSettings(path, host, port, key_path_for(path), cluster, auth_type, auth_info, tuple(daemon_users),
+                          tuple(a for _, a in hosts), tuple(n for n, _ in hosts))
 
 
 def client_auth(settings: ClientSettings) -> auth.AuthPlugin:
@@ -140,6 +155,9 @@ class Connection:
         self.settings = settings or read_settings()
         self.auth = client_auth(self.settings)
         self._daemons: frozenset[int] | None = None
+        # A host named by the caller is asked alone; else every SlurmctldHost in order, as Slurm's
+        # commands do: no answer or a standby's answer, then the next.
+        self.hosts = (host,) if host else self.settings.hosts
         self.host = host or self.settings.host
         self.port = port or self.settings.port
         self.timeout = timeout
@@ -150,8 +168,10 @@ class Connection:
             if os.environ.get("PLURM_CLIENT_TRANSPORT") == "pyzmq":
                 self._conn = _PyzmqConnection(self.host, self.port, self.timeout)  # type: ignore[assignment]
             else:
+                handshake = min(self.timeout, HANDSHAKE_TIMEOUT_S) if len(self.hosts) > 1 else self.timeout
                 try:
-                    self._conn = DealerConnection(self.host, self.port, self.timeout)
+                    self._conn = DealerConnection(self.host, self.port, handshake)
+                    self._conn.set_timeout(self.timeout)
                 except OSError as exc:
                     raise ClientError(
                         f"Unable to contact slurm controller (connect failure): {exc.strerror or exc}",
@@ -159,6 +179,36 @@ class Connection:
         return self._conn
 
     def request_raw(self, msg_type: str, body: dict) -> tuple[dict, bytes]:
+        if len(self.hosts) == 1:
+            return self._request_once(msg_type, body)
+        import time
+
+        deadline = time.monotonic() + self.timeout
+        order = [self.host] + [h for h in self.hosts if h != self.host]  # the one that answered last first
+        while True:
+            standby: ClientError | None = None
+            last: ClientError | None = None
+            for host in order:
+                if self.host != host:
+                    self.close()
+                    self.host = host
+                try:
+                    return self._request_once(msg_type, body)
+                except ClientError as exc:
+                    if exc.code == STANDBY_CODE:
+                        standby = exc
+                    elif exc.code != "ConnectError":
+                        raise  # asked and answered (or timed out after sending): never sent twice
+                    last = exc
+                    self.close()
+            # Only standbys answered: one is taking over; ask again until the timeout.
+            if standby is None or time.monotonic() >= deadline:
+                raise standby or last or ClientError("Unable to contact slurm controller (connect failure)",
+                                                     "ConnectError")
+            time.sleep(0.2)
+            order = list(self.hosts)
+
+    def _request_once(self, msg_type: str, body: dict) -> tuple[dict, bytes]:
         conn = self._connect()
         try:
             frames = envelope.seal(self.auth, msg_type, body)

@@ -110,6 +110,10 @@ class DealerConnection:
             size = self._read(1)[0]
         return flags, self._read(size)
 
+    def set_timeout(self, timeout: float) -> None:
+        """The limit on each later read or write (the handshake may have had a shorter one)."""
+        self._sock.settimeout(timeout)
+
     def send(self, frames: list[bytes]) -> None:
         last = len(frames) - 1
         self._sock.sendall(b"".join(_frame(f, i < last) for i, f in enumerate(frames)))
