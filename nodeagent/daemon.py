@@ -224,6 +224,10 @@ class NodeDaemon:
                 self.unacked.pop(msg.job_id, None)
             elif kind == "please_register":
                 self.register()
+            elif kind in ("reboot_node", "reconfigure_node"):  # scontrol reboot / reconfigure
+                from plurm.nodeagent import reboot
+
+                reboot.handle(self, kind, msg)
             else:
                 log.warning("unexpected message %s from controller", kind)
         except Exception:
