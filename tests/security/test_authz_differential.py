@@ -78,6 +78,7 @@ CASES = [  # (reference name, user, which job, command line with {J})
     ("s3_nice_negative", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "Nice=-10"]),
     ("s8_priority_abc", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "Priority=abc"]),
     ("s5_a_drain", "plurmta", None, ["scontrol", "update", "NodeName=n1", "State=DRAIN", "Reason=x"]),
+    ("s5_a_reconfigure", "plurmta", None, ["scontrol", "reconfigure"]),
     ("s6_a_add_account", "plurmta", None, ["sacctmgr", "-i", "add", "account", "foo"]),
     # what the owner may do to their own pending job (exit 0, nothing on stderr) and may not
     ("s3_timelimit_lower", "plurmta", "pending", ["scontrol", "update", "JobId={J}", "TimeLimit=20"]),
@@ -102,6 +103,8 @@ CASES = [  # (reference name, user, which job, command line with {J})
     ("s4_a_release_op_hold", "plurmta", "pending", ["scontrol", "release", "{J}"]),
     ("s4_op_release", "plurmtop", "pending", ["scontrol", "release", "{J}"]),
     ("s5_op_drain", "plurmtop", None, ["scontrol", "update", "NodeName=n1", "State=DRAIN", "Reason=x"]),
+    ("s5_op_resume_node", "plurmtop", None, ["scontrol", "update", "NodeName=n1", "State=RESUME"]),
+    ("s5_op_reconfigure", "plurmtop", None, ["scontrol", "reconfigure"]),
     ("s6_op_add_account", "plurmtop", None, ["sacctmgr", "-i", "add", "account", "opacct", "Description=op",
                                              "Organization=op"]),
     ("s6_op_adminlevel_admin", "plurmtop", None, ["sacctmgr", "-i", "modify", "user", "plurmtb", "set",
