@@ -1,11 +1,21 @@
 """plurmd: the node daemon.
 
 It connects a DEALER (routing id ``node:NAME:RANDOM``: the controller learns it from
-the daemon's authenticated messages) to the controller, registers
-the node, pings it, runs batch scripts the controller sends, and reports
-their end until the controller acknowledges the report: a controller that
-was down (even killed with -9) gets every report when it comes back, and
-running jobs are never disturbed by its absence.
+the daemon's authenticated messages) to every controller (SlurmctldHost lines: the
+primary and its standbys; each message goes to all of them, the standbys ignore node
+messages until they take over), registers the node, pings it, runs batch scripts the
+controllers send, and reports their end until a controller acknowledges the report: a
+controller that was down (even killed with -9) gets every report when it comes back,
+and running jobs are never disturbed by its absence.
+
+Nor by plurmd's own: each batch script runs under a supervisor process of its own
+(nodeagent/supervisor.py) that records its end in the spool, and every step under its
+plurmstepd; a plurmd killed with -9 or stopped for an upgrade leaves them running, and
+the next one adopts them from the spool (nodeagent/jobstate.py, tracking.py): their
+ends are reported with the exit status the script really had, terminate and signal
+requests reach their process groups, and a KillWait deadline still runs out.  Node
+reports name each job's run (its restart count), so that the controller can tell an
+old copy of a requeued job from the current one.
 
 It also binds a ROUTER on the node's Port for srun: each step's tasks run
 under a plurmstepd process (nodeagent/stepd.py), like Slurm's slurmstepd,
@@ -19,10 +29,8 @@ import os
 import platform
 import signal
 import socket
-import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import psutil
@@ -33,8 +41,10 @@ from plurm.wire import auth, authtype, envelope, protocol, stepcred
 from plurm.wire.client import daemon_uids, key_path_for
 from plurm.wire.hardening import bind_address, guard, guarded_router
 from plurm.common import environment
-from plurm.nodeagent import launch
+from plurm.nodeagent import jobstate, launch
 from plurm.nodeagent.devices import NodeDevices, UsageStats
+from plurm.nodeagent.jobstate import RunRecord, StepRecord
+from plurm.nodeagent.tracking import RunningJob, RunningStep, adopt, remove_run
 
 log = logging.getLogger("plurmd")
 
@@ -45,17 +55,6 @@ HEALTH_INTERVAL_S = float(os.environ.get("PLURM_ACCEL_HEALTH_INTERVAL", "60"))
 USAGE_INTERVAL_S = float(os.environ.get("PLURM_ACCEL_USAGE_INTERVAL", "30"))
 RESEND_INTERVAL_S = 2.0
 VERSION = "22.05.8"
-
-
-@dataclass
-class RunningJob:
-    job_id: int
-    proc: subprocess.Popen | None
-    started: float
-    gpus: list[int] = field(default_factory=list)  # this node's gpu units of the job
-    steps: dict[int, subprocess.Popen] = field(default_factory=dict)
-    kill_at: float | None = None
-    timed_out: bool = False
 
 
 class NodeDaemon:
@@ -74,23 +73,24 @@ class NodeDaemon:
                                        + [str(os.getuid())])
         self.step_owners: dict[tuple[int, int], int] = {}  # (job, step) -> the uid its tasks run as
         self.log_limit = RateLimitedLog(log)
-        spool = (self.conf.get("SlurmdSpoolDir") or os.path.join(os.path.dirname(self.conf_path), "spool", "%n"))
-        self.spool = spool.replace("%n", node_name).replace("%h", socket.gethostname())
+        self.spool = jobstate.node_spool(self.conf, self.conf_path, node_name)
         os.makedirs(self.spool, exist_ok=True)
         self.start_time = time.time()
-        self.jobs: dict[int, RunningJob] = {}
-        self.steps: dict[tuple[int, int], subprocess.Popen] = {}
-        self.unacked: dict[int, dict[str, Any]] = {}
-        self.step_kill_at: dict[tuple[int, int], float] = {}
-        self.epilog_due: set[int] = set()  # jobs ended here without a batch script: Epilog once their steps are gone
+        self.jobs: dict[tuple[int, int], RunningJob] = {}  # (job id, run) -> the batch script's run
+        self.steps: dict[tuple[int, int], RunningStep] = {}  # (job id, step id) -> its plurmstepd
+        self.unacked: dict[tuple[int, int], dict[str, Any]] = {}  # (job id, run) -> its end report
         self.replays = envelope.ReplayGuard()
         self.ctx = zmq.Context()
-        self.ctld = self.ctx.socket(zmq.DEALER)
-        self.ctld.setsockopt(zmq.ROUTING_ID, b"node:" + node_name.encode() + b":" + os.urandom(8).hex().encode())
-        self.ctld.setsockopt(zmq.LINGER, 0)
-        self.ctld.setsockopt(zmq.RECONNECT_IVL, 100)
-        self.ctld.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
-        self.ctld.connect(f"tcp://{self.conf.slurmctld_addr}:{self.conf.slurmctld_port}")
+        routing_id = b"node:" + node_name.encode() + b":" + os.urandom(8).hex().encode()
+        self.ctlds: list[zmq.Socket] = []
+        for _host, addr in self.conf.slurmctld_endpoints:
+            sock = self.ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.ROUTING_ID, routing_id)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.RECONNECT_IVL, 100)
+            sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+            sock.connect(f"tcp://{addr}:{self.conf.slurmctld_port}")
+            self.ctlds.append(sock)
         self.srv = guarded_router(self.ctx, self.conf)  # bounds on what a peer may cost (hardening.py)
         self.srv.setsockopt(zmq.LINGER, 0)
         port = self.node_conf.port or self.conf.slurmd_port
@@ -109,6 +109,7 @@ class NodeDaemon:
         self._next_usage = time.monotonic() + min(USAGE_INTERVAL_S, 1.0)
         self.usage: dict[int, UsageStats] = {}
         self.running = True
+        self._adopt()
         self.where = {
             "cluster": self.conf.cluster_name or "cluster",
             "conf_path": self.conf_path,
@@ -118,10 +119,24 @@ class NodeDaemon:
 
     # ------------------------------------------------------------------ messaging
     def send_ctld(self, msg_type: str, body: dict[str, Any]) -> None:
-        try:
-            self.ctld.send_multipart([b""] + envelope.seal(self.auth, msg_type, body), flags=zmq.NOBLOCK)
-        except zmq.Again:
-            log.debug("controller queue full; %s dropped (will be resent)", msg_type)
+        """To every controller: the standbys drop node messages until they take over."""
+        frames = [b""] + envelope.seal(self.auth, msg_type, body)
+        for sock in self.ctlds:
+            try:
+                sock.send_multipart(frames, flags=zmq.NOBLOCK)
+            except zmq.Again:
+                log.debug("controller queue full; %s dropped (will be resent)", msg_type)
+
+    def running_jobs(self) -> list[int]:
+        return sorted({job_id for job_id, _ in self.jobs})
+
+    def runs(self) -> dict[str, int]:
+        """Job id -> the newest run of it here (an older one is being killed); the ids as
+        strings, as JSON has them (NodePing.runs reads them back as integers)."""
+        runs: dict[str, int] = {}
+        for job_id, restarts in self.jobs:
+            runs[str(job_id)] = max(restarts, runs.get(str(job_id), restarts))
+        return runs
 
     def register(self) -> None:
         self.send_ctld("node_register", {
@@ -130,7 +145,8 @@ class NodeDaemon:
             "real_memory": self.node_conf.real_memory,
             "boot_time": psutil.boot_time(),
             "slurmd_start_time": self.start_time,
-            "running_jobs": sorted(self.jobs),
+            "running_jobs": self.running_jobs(),
+            "runs": self.runs(),
             "os": f"{platform.system()} {platform.release()} {platform.version()}",
             "arch": platform.machine(),
             "version": VERSION,
@@ -168,7 +184,8 @@ class NodeDaemon:
     def ping(self) -> None:
         self.send_ctld("node_ping", {
             "node": self.name,
-            "running_jobs": sorted(self.jobs),
+            "running_jobs": self.running_jobs(),
+            "runs": self.runs(),
             "cpu_load": os.getloadavg()[0],
             "free_mem": psutil.virtual_memory().available // (1024 * 1024),
             "unhealthy": dict(self.accel.unhealthy),
@@ -217,11 +234,11 @@ class NodeDaemon:
             if kind == "launch_job":
                 self.launch_batch(msg)
             elif kind == "terminate_job":
-                self.terminate(msg.job_id, msg.kill_wait, msg.signal, msg.batch_host)
+                self.terminate(msg.job_id, msg.kill_wait, msg.signal, msg.batch_host, msg.restarts)
             elif kind == "signal_job":
                 self.signal_job(msg.job_id, msg.signal, msg.scope)
             elif kind == "job_ended_ack":
-                self.unacked.pop(msg.job_id, None)
+                self.acknowledged(msg.job_id, msg.restarts)
             elif kind == "please_register":
                 self.register()
             elif kind in ("reboot_node", "reconfigure_node"):  # scontrol reboot / reconfigure
@@ -234,67 +251,89 @@ class NodeDaemon:
             log.exception("error handling %s", kind)
 
     def launch_batch(self, msg: protocol.LaunchJob) -> None:
-        if msg.job_id in self.jobs:
+        restarts = int(msg.job.get("restarts") or 0)
+        if (msg.job_id, restarts) in self.jobs or (msg.job_id, restarts) in self.unacked:
             return  # a resent launch
+        for old in [job for job in self.jobs.values() if job.job_id == msg.job_id and job.restarts < restarts]:
+            # A copy of an earlier run (the job was requeued while this node was away): never two.
+            log.warning("job %s: killing its run %s for run %s", msg.job_id, old.restarts, restarts)
+            jobstate.kill_group(old.pgid, signal.SIGKILL)
         from plurm.nodeagent.prolog import NodeScripts
 
         scripts = NodeScripts.of(self)
+        started = time.time()
+        run_dir = jobstate.run_dir(self.spool, msg.job_id, restarts)
+        nodes = msg.job.get("nodes", [])
+        gpus = environment.allocated_gpus(msg.job, nodes.index(self.name)) if self.name in nodes else []
+        RunRecord(msg.job_id, restarts, started, gpus).save(run_dir)
         if scripts.run_prolog(msg.job, self.name, self.conf_path, self.where, self.accel.binding) is not None:
             scripts.run_epilog(msg.job_id, self.name, self.conf_path)
-            self.report_end(msg.job_id, 1, 0, launch_failed=True, requeue_held=True)  # (the node is drained)
+            self.report_end(msg.job_id, restarts, 1, 0, launch_failed=True, requeue_held=True)  # (node drained)
             return
         try:
-            proc = launch.start_batch(msg, self.name, self.spool, self.where, binding=self.accel.binding,
-                                      task_prolog=scripts.task_prolog)
+            batch = launch.start_batch(msg, self.name, self.spool, self.where, run_dir, binding=self.accel.binding,
+                                       task_prolog=scripts.task_prolog)
         except launch.LaunchError as exc:
             log.error("job %s failed to launch: %s", msg.job_id, exc)
             scripts.run_epilog(msg.job_id, self.name, self.conf_path)
-            self.report_end(msg.job_id, 1, 0, launch_failed=True)
+            self.report_end(msg.job_id, restarts, 1, 0, launch_failed=True)
             return
-        nodes = msg.job.get("nodes", [])
-        gpus = environment.allocated_gpus(msg.job, nodes.index(self.name)) if self.name in nodes else []
-        self.jobs[msg.job_id] = RunningJob(msg.job_id, proc, time.time(), gpus)
-        log.info("job %s started, pid %s", msg.job_id, proc.pid)
+        job = RunningJob(msg.job_id, restarts, started, run_dir, batch.pgid, jobstate.ProcRef.of(batch.supervisor.pid),
+                         batch.supervisor, gpus)
+        self.jobs[job.key] = job
+        log.info("job %s started (run %s), pid %s", msg.job_id, restarts, batch.pgid)
 
-    def _processes(self, job_id: int, scope: str = "all") -> list[subprocess.Popen]:
-        """The job's process groups: its batch script ("batch"), its steps ("steps"), or both."""
-        procs: list[subprocess.Popen] = []
-        job = self.jobs.get(job_id)
-        if scope in ("batch", "all") and job is not None and job.proc is not None:
-            procs.append(job.proc)
+    def _groups(self, job_id: int, scope: str = "all", restarts: int = -1) -> list[int]:
+        """The job's process groups: its batch script's ("batch": of the run ``restarts`` or
+        an older one, any run for -1), its steps' ("steps"), or both."""
+        groups: list[int] = []
+        if scope in ("batch", "all"):
+            groups.extend(job.pgid for job in self.jobs.values()
+                          if job.job_id == job_id and (restarts < 0 or job.restarts <= restarts))
         if scope in ("steps", "all"):
-            procs.extend(p for (jid, _), p in self.steps.items() if jid == job_id)
-        return procs
+            groups.extend(step.pid for (jid, _), step in self.steps.items() if jid == job_id)
+        return groups
 
     def signal_job(self, job_id: int, signum: int, scope: str = "steps") -> None:
-        for proc in self._processes(job_id, scope):
-            _kill_group(proc.pid, signum)
+        for pgid in self._groups(job_id, scope):
+            jobstate.kill_group(pgid, signum)
 
-    def terminate(self, job_id: int, kill_wait: float, signum: int = signal.SIGTERM, batch_host: str = "") -> None:
-        procs = self._processes(job_id)
-        if job_id not in self.jobs:  # its steps' node (no batch script here): Epilog when they are gone
-            self.epilog_due.add(job_id)
-        if not procs:
-            if batch_host == self.name and job_id not in self.unacked:
-                # The controller waits for a job this node no longer has
-                # (plurmd restarted): report it ended, killed.
-                self.report_end(job_id, 0, signal.SIGKILL)
+    def terminate(self, job_id: int, kill_wait: float, signum: int = signal.SIGTERM, batch_host: str = "",
+                  restarts: int = -1) -> None:
+        runs = [job for job in self.jobs.values() if job.job_id == job_id]
+        targets = [job for job in runs if restarts < 0 or job.restarts <= restarts]
+        if runs and not targets:
+            log.info("job %s: terminate of run %s ignored: this node runs its run %s", job_id, restarts,
+                     max(job.restarts for job in runs))
+            return  # a newer run than the one the controller meant: never killed for an old one
+        steps = [step for (jid, _), step in self.steps.items() if jid == job_id]
+        if not runs:  # its steps' node (no batch script here): Epilog when they are gone
+            from plurm.nodeagent.prolog import NodeScripts
+
+            NodeScripts.of(self).mark_due(job_id)
+        if not targets and not steps:
+            if batch_host == self.name and not any(key[0] == job_id for key in self.unacked):
+                # The controller waits for a job this node no longer has (a plurmd that
+                # lost it: the spool was wiped): report it ended, killed.
+                self.report_end(job_id, restarts, 0, signal.SIGKILL)
             return
-        for proc in procs:
-            _kill_group(proc.pid, signal.SIGCONT)
-            _kill_group(proc.pid, signum)
-        job = self.jobs.get(job_id)
-        deadline = time.monotonic() + kill_wait
-        if job is not None:
-            job.kill_at = deadline
-        for key, proc in self.steps.items():
-            if key[0] == job_id:
-                self.step_kill_at[key] = deadline
+        deadline = time.time() + kill_wait
+        for pgid in [job.pgid for job in targets] + [step.pid for step in steps]:
+            jobstate.kill_group(pgid, signal.SIGCONT)
+            jobstate.kill_group(pgid, signum)
+        for job in targets:
+            job.kill_at = min(job.kill_at or deadline, deadline)
+            job.save()  # a plurmd restarted meanwhile still kills it then
+        for step in steps:
+            step.record.kill_at = min(step.record.kill_at or deadline, deadline)
+            step.record.save(self.spool)
 
-    def report_end(self, job_id: int, exit_code: int, exit_signal: int, launch_failed: bool = False,
-                   requeue_held: bool = False) -> None:
-        report = {"node": self.name, "job_id": job_id, "exit_code": exit_code, "exit_signal": exit_signal,
-                  "end_time": time.time()}
+    def report_end(self, job_id: int, restarts: int, exit_code: int, exit_signal: int, launch_failed: bool = False,
+                   requeue_held: bool = False, end_time: float | None = None) -> None:
+        """Record the end in the spool, then tell the controllers (again until one acknowledges it)."""
+        report: dict[str, Any] = {"node": self.name, "job_id": job_id, "exit_code": exit_code,
+                                  "exit_signal": exit_signal, "end_time": end_time or time.time(),
+                                  "restarts": restarts}
         if launch_failed:
             report["launch_failed"] = True
         if requeue_held:
@@ -302,8 +341,21 @@ class NodeDaemon:
         stats = self.usage.pop(job_id, None)
         if stats is not None:
             report["tres_usage_max"], report["tres_usage_ave"] = stats.as_tres()
-        self.unacked[job_id] = report
+        run_dir = jobstate.run_dir(self.spool, job_id, restarts)
+        try:
+            record = RunRecord.load(run_dir)
+        except jobstate.StateError:
+            record = RunRecord(job_id, restarts, time.time())
+        record.end, record.epilog_done = report, True
+        record.save(run_dir)
+        self.unacked[(job_id, restarts)] = report
         self.send_ctld("job_ended", report)
+
+    def acknowledged(self, job_id: int, restarts: int = -1) -> None:
+        """A controller has the end report: the run is forgotten (its spool directory too)."""
+        for key in [k for k in self.unacked if k[0] == job_id and (restarts < 0 or k[1] == restarts)]:
+            del self.unacked[key]
+            remove_run(jobstate.run_dir(self.spool, *key, create=False))
 
     # ------------------------------------------------------------------ srun requests
     def on_srun(self, frames: list[bytes]) -> None:
@@ -328,9 +380,9 @@ class NodeDaemon:
                 if header["uid"] not in self.daemon_uids and header["uid"] != owner:
                     reply = {"error": "Access/permission denied"}
                 else:
-                    proc = self.steps.get((msg.job_id, msg.step_id))
-                    if proc is not None:
-                        _kill_group(proc.pid, msg.signal)
+                    step = self.steps.get((msg.job_id, msg.step_id))
+                    if step is not None:
+                        jobstate.kill_group(step.pid, msg.signal)
                     reply = {"ok": True}
             else:
                 reply = {"error": f"unexpected message {header['type']}"}
@@ -362,7 +414,9 @@ class NodeDaemon:
             scripts.run_epilog(msg.job_id, self.name, self.conf_path)
             return {"error": "Job's prolog failed"}
         proc = launch.start_stepd(msg, self.name, self.spool, self.key_path, task_prolog=scripts.task_prolog)
-        self.steps[(msg.job_id, msg.step_id)] = proc
+        record = StepRecord(msg.job_id, msg.step_id, proc.pid, jobstate.start_ticks(proc.pid), msg.uid)
+        record.save(self.spool)  # a restarted plurmd can still signal and cancel it
+        self.steps[(msg.job_id, msg.step_id)] = RunningStep(record, proc)
         return {"ok": True, "pid": proc.pid}
 
     def _bind_step(self, msg: protocol.LaunchTasks) -> None:
@@ -394,45 +448,89 @@ class NodeDaemon:
         return key_path_for(self.conf_path)
 
     # ------------------------------------------------------------------ children
+    def _adopt(self) -> None:
+        """What the plurmd before this one left running, ended or unreported (the spool)."""
+        from plurm.nodeagent.prolog import NodeScripts
+
+        found = adopt(self.spool)
+        scripts = NodeScripts.of(self)
+        for path, record in found.ended:
+            if not record.epilog_done:  # it was killed between the end and the Epilog
+                scripts.run_epilog(record.job_id, self.name, self.conf_path)
+                record.epilog_done = True
+                record.save(path)
+            assert record.end is not None
+            self.unacked[(record.job_id, record.restarts)] = record.end
+        for path, record in found.unstarted:
+            # Killed while launching it, before the supervisor started the script.
+            log.error("job %s (run %s): its launch was interrupted; reporting it failed", record.job_id,
+                      record.restarts)
+            scripts.run_epilog(record.job_id, self.name, self.conf_path)
+            self.report_end(record.job_id, record.restarts, 1, 0, launch_failed=True)
+        for job in found.jobs:
+            self.jobs[job.key] = job
+        for step in found.steps:
+            key = (step.record.job_id, step.record.step_id)
+            self.steps[key] = step
+            self.step_owners[key] = step.record.uid
+
     def reap(self) -> None:
-        now = time.monotonic()
-        for job_id, job in list(self.jobs.items()):
-            if job.proc is None:
-                continue
-            status = job.proc.poll()
-            if status is None:
+        from plurm.nodeagent.prolog import NodeScripts
+
+        now = time.time()
+        for key, job in list(self.jobs.items()):
+            try:
+                status = jobstate.read_status(job.run_dir)
+            except jobstate.StateError as exc:
+                log.error("job %s: %s", job.job_id, exc)
+                status = (-signal.SIGKILL, now)
+            if status is None and job.supervised():
                 if job.kill_at is not None and now >= job.kill_at:
-                    _kill_group(job.proc.pid, signal.SIGKILL)
+                    jobstate.kill_group(job.pgid, signal.SIGKILL)
                     job.kill_at = None
+                    job.save()
                 continue
-            # The script ended: its other processes (backgrounded) go with it.
-            _kill_group(job.proc.pid, signal.SIGKILL)
-            del self.jobs[job_id]
-            exit_code, exit_signal = (0, -status) if status < 0 else (status, 0)
-            log.info("job %s ended: exit %s signal %s", job_id, exit_code, exit_signal)
-            from plurm.nodeagent.prolog import NodeScripts
-
-            NodeScripts.of(self).run_epilog(job_id, self.name, self.conf_path)
-            self.report_end(job_id, exit_code, exit_signal)
-        for key, proc in list(self.steps.items()):
-            if proc.poll() is not None:
+            if status is None:
+                status = jobstate.read_status(job.run_dir)  # written just before it exited?
+            if status is None:
+                # The supervisor died (killed with -9) without saying: the script's fate is unknown.
+                log.error("job %s: its supervisor vanished; the job is reported killed", job.job_id)
+                jobstate.kill_group(job.pgid, signal.SIGKILL)
+                status = (-signal.SIGKILL, now)
+            del self.jobs[key]
+            code, end_time = status
+            exit_code, exit_signal = (0, -code) if code < 0 else (code, 0)
+            log.info("job %s ended: exit %s signal %s", job.job_id, exit_code, exit_signal)
+            record = job.record()
+            record.end = {"job_id": job.job_id, "exit_code": exit_code, "exit_signal": exit_signal,
+                          "end_time": end_time, "restarts": job.restarts, "node": self.name}
+            record.save(job.run_dir)  # ended, Epilog due: a plurmd killed now runs it when back
+            if not any(other.job_id == job.job_id for other in self.jobs.values()):  # (not for an old copy)
+                NodeScripts.of(self).run_epilog(job.job_id, self.name, self.conf_path)
+            self.report_end(job.job_id, job.restarts, exit_code, exit_signal, end_time=end_time)
+        for key, step in list(self.steps.items()):
+            if not step.alive():
                 del self.steps[key]
-                self.step_kill_at.pop(key, None)
-            elif key in self.step_kill_at and now >= self.step_kill_at[key]:
-                _kill_group(proc.pid, signal.SIGKILL)
-                del self.step_kill_at[key]
-        for job_id in [j for j in self.epilog_due if not any(k[0] == j for k in self.steps)]:
-            self.epilog_due.discard(job_id)
-            from plurm.nodeagent.prolog import NodeScripts
-
-            NodeScripts.of(self).run_epilog(job_id, self.name, self.conf_path)
+                step.record.forget(self.spool)
+            elif step.record.kill_at is not None and now >= step.record.kill_at:
+                jobstate.kill_group(step.pid, signal.SIGKILL)
+                step.record.kill_at = None
+                step.record.save(self.spool)
+        scripts = NodeScripts.of(self)
+        for job_id in [j for j in scripts.due if not any(k[0] == j for k in self.steps)]:
+            scripts.run_epilog(job_id, self.name, self.conf_path)
 
     # ------------------------------------------------------------------ loop
     def run(self) -> None:
         poller = zmq.Poller()
-        poller.register(self.ctld, zmq.POLLIN)
+        for sock in self.ctlds:
+            poller.register(sock, zmq.POLLIN)
         poller.register(self.srv, zmq.POLLIN)
         poller.register(self._wake_r, zmq.POLLIN)
+        try:
+            self.reap()  # what ended while no plurmd watched: reported before the node registers
+        except Exception:
+            log.exception("node daemon: reaping adopted jobs")
         self.register()
         next_ping = time.monotonic() + PING_INTERVAL_S
         while self.running:
@@ -444,11 +542,12 @@ class NodeDaemon:
                         pass
                 except BlockingIOError:
                     pass
-            while True:
-                try:
-                    self.on_ctld(self.ctld.recv_multipart(zmq.NOBLOCK))
-                except zmq.Again:
-                    break
+            for sock in self.ctlds:
+                while True:
+                    try:
+                        self.on_ctld(sock.recv_multipart(zmq.NOBLOCK))
+                    except zmq.Again:
+                        break
             while True:
                 try:
                     self.on_srun(self.srv.recv_multipart(zmq.NOBLOCK))
@@ -459,8 +558,8 @@ class NodeDaemon:
                 self._sample_usage()
                 self.reap()
                 if time.monotonic() >= next_ping:
+                    next_ping = time.monotonic() + PING_INTERVAL_S  # (a failing ping waits its turn too)
                     self.ping()
-                    next_ping = time.monotonic() + PING_INTERVAL_S
             except Exception:  # keep serving the jobs that run; the next turn retries
                 log.exception("node daemon loop error")
 
@@ -473,12 +572,3 @@ def _expand(hostlist: str) -> list[str]:
 
     return expand(hostlist)
 
-
-def _kill_group(pid: int, signum: int) -> None:
-    try:
-        os.killpg(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass

@@ -188,27 +188,6 @@ def _write_script(msg: protocol.LaunchJob, spool: str, owner: Owner) -> str:
     return script_path
 
 
-def _read_until_closed(fd: int, proc: subprocess.Popen, wait_s: float) -> str:
-    """What the job's shell says before it moves stderr to the job's file (EOF)."""
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + wait_s
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break  # a file that blocks on open (a FIFO): the job goes on, plurmd does too
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
-                continue
-            data = os.read(fd, 65536)
-            if not data:
-                break
-            chunks.append(data)
-    finally:
-        os.close(fd)
-    return b"".join(chunks).decode("utf-8", "replace")
-
-
 def _open_failure(said: str, paths: dict[str, str]) -> str | None:
     lines = said.splitlines()
     for i, line in enumerate(lines):
@@ -219,8 +198,18 @@ def _open_failure(said: str, paths: dict[str, str]) -> str | None:
     return None
 
 
-def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict[str, Any],
-                binding: Any = environment.default_binding, task_prolog: str | None = None) -> subprocess.Popen:
+@dataclass
+class BatchStart:
+    """A batch script that started: its supervisor (our child until plurmd restarts) and
+    the job's process group."""
+
+    supervisor: subprocess.Popen
+    pgid: int
+
+
+def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict[str, Any], run_dir: str,
+                binding: Any = environment.default_binding, task_prolog: str | None = None) -> BatchStart:
+    """The job's shell under its supervisor (nodeagent/supervisor.py), which outlives plurmd."""
     owner = owner_of(msg.uid, msg.gid, msg.environment, msg.job.get("spec", {}).get("user_id"))
     script_path = _write_script(msg, spool, owner)
     env = environment.batch_environment(msg.job, msg.environment, node_name, binding=binding, **where)
@@ -228,25 +217,59 @@ def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict
     env = owner.environment(env)
     out_path, err_path, in_path = output_paths(msg, node_name)
     mode = "append" if msg.open_mode == "append" else "truncate"
-    read_end, write_end = os.pipe()
-    try:
-        proc = subprocess.Popen(["/bin/sh", "-c", BATCH_SH, "slurmstepd", msg.work_dir, in_path, out_path,
-                                 "" if err_path == out_path else err_path, mode, task_prolog or "",
-                                 script_path, *msg.args],
-                                cwd="/", env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=write_end, start_new_session=True, close_fds=True,
-                                **owner.popen_kwargs())
-    except OSError as exc:
-        os.close(read_end)
-        raise LaunchError(f"cannot start the job's shell: {exc.strerror}") from None
-    finally:
-        os.close(write_end)
-    said = _read_until_closed(read_end, proc, OPEN_WAIT_S)
+    argv = ["/bin/sh", "-c", BATCH_SH, "slurmstepd", msg.work_dir, in_path, out_path,
+            "" if err_path == out_path else err_path, mode, task_prolog or "", script_path, *msg.args]
+    payload = {"argv": argv, "env": env, "popen": owner.popen_kwargs(), "run_dir": run_dir, "wait_s": OPEN_WAIT_S}
+    with open(os.path.join(run_dir, "supervisor.log"), "ab") as log_file:
+        supervisor = subprocess.Popen([sys.executable, "-m", "plurm.nodeagent.supervisor"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=log_file, cwd=run_dir,
+                                      env=_daemon_environment(), start_new_session=True, close_fds=True)
+    assert supervisor.stdin is not None and supervisor.stdout is not None
+    supervisor.stdin.write(json.dumps(payload).encode())
+    supervisor.stdin.close()
+    replies = _replies(supervisor.stdout.fileno(), OPEN_WAIT_S + 30.0)
+    supervisor.stdout.close()
+    if not replies or "pid" not in replies[0]:
+        supervisor.wait()
+        why = replies[0].get("error") if replies else None
+        raise LaunchError(str(why or "the job's supervisor did not start"))
+    said = str(replies[1].get("said", "")) if len(replies) > 1 else ""
     failure = _open_failure(said, {"stdin": in_path, "stdout": out_path, "stderr": err_path})
     if failure is not None:
-        proc.wait()
+        supervisor.wait()
         raise LaunchError(failure)
-    return proc
+    return BatchStart(supervisor, int(replies[0]["pid"]))
+
+
+def _daemon_environment() -> dict[str, str]:
+    """plurmd's environment without any job's variables (a plurmd started from inside a job)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+
+
+def _replies(fd: int, wait_s: float) -> list[dict[str, Any]]:
+    """The supervisor's two lines (fewer when it fails or dies)."""
+    buf = b""
+    deadline = time.monotonic() + wait_s
+    while buf.count(b"\n") < 2:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        data = os.read(fd, 65536)
+        if not data:
+            break
+        buf += data
+    replies: list[dict[str, Any]] = []
+    for line in buf.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            break
+        if isinstance(value, dict):
+            replies.append(value)
+    return replies
 
 
 def start_stepd(msg: protocol.LaunchTasks, node_name: str, spool: str, key_path: str,
@@ -256,7 +279,7 @@ def start_stepd(msg: protocol.LaunchTasks, node_name: str, spool: str, key_path:
     msg.environment = owner.environment(msg.environment)
     payload = json.dumps({"msg": protocol.to_builtins(msg), "node": node_name, "key_path": key_path,
                           "owner": owner.to_payload(), "task_prolog": task_prolog})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env = _daemon_environment()
     proc = subprocess.Popen([sys.executable, "-m", "plurm.nodeagent.stepd"], stdin=subprocess.PIPE,
                             cwd=spool, env=env, start_new_session=True, close_fds=True)
     assert proc.stdin is not None

@@ -17,12 +17,19 @@ the job's variables (SLURM_JOB_ID, SLURM_JOB_USER, SLURM_JOB_UID, ...,
 SLURMD_NODENAME, SLURM_SCRIPT_CONTEXT=prolog_slurmd|epilog_slurmd).  A value
 may be a glob (``/etc/slurm/prolog.d/*``): the files run in name order and the
 first failure stops them.
+
+The Epilog runs once per job per node, also across a plurmd restart: the environment a
+job's Epilog will get is kept in ``SPOOL/epilogs/JOB.json`` from its Prolog on (with
+whether the controller has said the job is over, for nodes that ran only its steps),
+and removed once the Epilog has run.  A plurmd killed while an Epilog runs runs it
+again when it comes back (at least once rather than perhaps not at all).
 """
 
 from __future__ import annotations
 
 import glob
 import logging
+import os
 import subprocess
 import threading
 from collections.abc import Callable
@@ -31,6 +38,7 @@ from typing import Any
 
 from plurm.common import environment
 from plurm.grammar.hostlist import compress
+from plurm.nodeagent import jobstate
 
 log = logging.getLogger("plurmd")
 
@@ -47,6 +55,8 @@ class NodeScripts:
     task_prolog: str | None = None
     timeout: float | None = None  # PrologEpilogTimeout; None: wait as long as they take
     epilogs: dict[int, dict[str, str]] = field(default_factory=dict)  # job id -> its Epilog's environment
+    due: set[int] = field(default_factory=set)  # steps-only jobs the controller has ended: Epilog when idle
+    state_dir: str | None = None  # where epilogs and due are kept (SPOOL/epilogs); None: in memory only
 
     @classmethod
     def from_conf(cls, conf: Any) -> NodeScripts:
@@ -65,8 +75,44 @@ class NodeScripts:
         scripts = getattr(daemon, "_node_scripts", None)
         if scripts is None:
             scripts = cls.from_conf(daemon.conf)
+            scripts.load(os.path.join(daemon.spool, "epilogs"))
             daemon._node_scripts = scripts
         return scripts
+
+    def load(self, state_dir: str) -> None:
+        """The Epilogs a plurmd that ran before this one left due."""
+        self.state_dir = state_dir
+        os.makedirs(state_dir, mode=0o700, exist_ok=True)
+        for entry in sorted(os.listdir(state_dir)):
+            stem, dot, ext = entry.partition(".")
+            if ext != "json" or not stem.isdigit():
+                continue
+            try:
+                data = jobstate.read_json(os.path.join(state_dir, entry)) or {}
+            except jobstate.StateError as exc:
+                log.error("spool: ignoring Epilog record: %s", exc)
+                continue
+            env = data.get("env")
+            if isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+                self.epilogs[int(stem)] = env
+                if data.get("due"):
+                    self.due.add(int(stem))
+            else:
+                log.error("spool: ignoring Epilog record %s: no environment", entry)
+
+    def _path(self, job_id: int) -> str | None:
+        return os.path.join(self.state_dir, f"{job_id}.json") if self.state_dir else None
+
+    def _keep(self, job_id: int) -> None:
+        path = self._path(job_id)
+        if path is not None and job_id in self.epilogs and (self.prolog or self.epilog):
+            jobstate.write_json(path, {"env": self.epilogs[job_id], "due": job_id in self.due})
+
+    def mark_due(self, job_id: int) -> None:
+        """The controller ended a job whose steps ran here: its Epilog once they are gone."""
+        if job_id in self.epilogs and job_id not in self.due:
+            self.due.add(job_id)
+            self._keep(job_id)
 
 
     def run_prolog(self, job: dict[str, Any], node: str, conf_path: str, where: dict[str, Any],
@@ -75,6 +121,7 @@ class NodeScripts:
         """Before the job's first process here: None when it may start; else the node is drained."""
         env = script_environment(job, node, "prolog_slurmd", binding=binding, **where)
         self.epilogs[job["job_id"]] = {**env, "SLURM_SCRIPT_CONTEXT": "epilog_slurmd"}
+        self._keep(job["job_id"])
         failure = run(self.prolog, env, self.timeout, "prolog")
         if failure is not None:
             log.error("job %s: %s; draining %s", job["job_id"], failure, node)
@@ -84,9 +131,16 @@ class NodeScripts:
     def run_epilog(self, job_id: int, node: str, conf_path: str) -> str | None:
         """After the job's processes here have ended (once per job); a failure drains the node."""
         env = self.epilogs.pop(job_id, None)
+        self.due.discard(job_id)
         if env is None:
             return None
         failure = run(self.epilog, env, self.timeout, "epilog")
+        path = self._path(job_id)
+        if path is not None:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
         if failure is not None:
             log.error("job %s: %s; draining %s", job_id, failure, node)
             drain(conf_path, node, EPILOG_REASON)

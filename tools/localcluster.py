@@ -5,7 +5,8 @@ slurm.conf, the multiple-slurmd layout Slurm itself accepts: every node is
 its own daemon on 127.0.0.1 with its own port), a fresh key DIR/slurm.key,
 then starts plurmctld and one plurmd per node that is not already running,
 and waits until the nodes have registered.  `down` stops them by the pids
-in DIR/run/, each checked against its command line first.
+in DIR/run/, each checked against its command line first, then kills the
+jobs' process groups the nodes' spools still record (jobs outlive plurmd).
 """
 
 from __future__ import annotations
@@ -251,7 +252,27 @@ class LocalCluster:
             except OSError:
                 pass
             stopped.append(name)
+        self.kill_jobs()
         return stopped
+
+    def kill_jobs(self) -> list[int]:
+        """The jobs' process groups that the nodes' spools record as running, SIGKILLed: a
+        stopped plurmd leaves its jobs running (nodeagent/supervisor.py), a cluster torn down
+        does not."""
+        from plurm.grammar.slurmconf import load_slurm_conf
+        from plurm.nodeagent.jobstate import kill_recorded, node_spool
+
+        if not os.path.exists(self.conf_path):
+            return []
+        try:
+            conf = load_slurm_conf(self.conf_path)
+        except Exception as exc:  # a slurm.conf edited past reading
+            print(f"plurm: cannot read {self.conf_path} to find the jobs' processes: {exc}", file=sys.stderr)
+            return []
+        killed: list[int] = []
+        for node in conf.nodes:
+            killed.extend(kill_recorded(node_spool(conf, self.conf_path, node)))
+        return killed
 
 
 def _is_zombie(pid: int) -> bool:
