@@ -257,7 +257,8 @@ class Controller(FailoverShell):
             self.reply_error(ident, header.get("id"), f"internal error: {exc}", "InternalError")
             return
         finally:
-            self.dispatch(self.service.take_messages())
+            if self.service is not None:  # a standby answers ping and takeover only
+                self.dispatch(self.service.take_messages())
         if result is not None:
             self.reply(ident, header, result)
 

@@ -86,6 +86,7 @@ class Election:
         self.timeout_s = timeout_s
         self.interval_s = min(1.0, max(0.1, timeout_s / 4))
         self.lease = None
+        self.next_turn = 0.0  # monotonic: when the loop next renews or tries to take the lease
         self.valid_until = float("inf")  # this host's monotonic clock: when the lease runs out
         if hasattr(store, "set_timeout"):
             from plurm.corescheduler.lease import Lease
@@ -102,6 +103,11 @@ class Election:
         it back (the holder hands over at its next renewal).  True when this one is active."""
         if self.lease is None:
             return True
+        if self.endpoint.index > 0:
+            # A backup leaves the primary its first claim, as slurmctld's backup waits
+            # SlurmctldTimeout for the primary before it takes over.
+            self.next_turn = time.monotonic() + self.timeout_s
+            return False
         if self.try_acquire():
             return True
         try:

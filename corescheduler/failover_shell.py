@@ -125,9 +125,9 @@ class FailoverShell:
         now = time.monotonic()
         if self.store_failure.probe_due(now):
             self._probe()
-        if self.election.lease is None or now < getattr(self, "_next_lease_turn", 0.0):
+        if self.election.lease is None or now < self.election.next_turn:
             return
-        self._next_lease_turn = now + self.election.interval_s
+        self.election.next_turn = now + self.election.interval_s
         if self.core is None:
             self._try_take_over()
             return

@@ -68,7 +68,7 @@ class Scontrol:
         table = {
             "show": self.cmd_show, "update": self.cmd_update, "hold": self.cmd_hold,
             "uhold": self.cmd_uhold, "holdu": self.cmd_uhold, "release": self.cmd_release,
-            "version": self.cmd_version, "help": self.cmd_help, "ping": self.cmd_ping,
+            "version": self.cmd_version, "help": self.cmd_help, "ping": self.cmd_ping, "takeover": self.cmd_takeover,
             "oneliner": self.cmd_oneliner, "details": self.cmd_details, "quiet": self.cmd_quiet,
             "verbose": self.cmd_verbose, "all": self.cmd_all, "hide": self.cmd_hide,
             "requeue": lambda rest: scontrol_jobctl.requeue(self, rest, words[0], hold=False),
@@ -141,25 +141,14 @@ class Scontrol:
         sys.stdout.write(HELP)
 
     def cmd_ping(self, args: list[str]) -> None:
-        from plurm.wire.client import ClientError, read_settings
+        from plurm.tools import scontrol_ctld
 
-        try:
-            settings = read_settings()
-        except ClientError as exc:
-            self.error(f"scontrol: error: {exc}")
-            return
-        host = settings.host
-        try:
-            options = self.request("config", {}).get("options", {})
-            state = "UP"
-            for key, value in options.items():
-                if key.lower() in ("slurmctldhost", "controlmachine"):
-                    host = str(value).split("(", 1)[0]
-                    break
-        except ClientError:
-            state = "DOWN"
-            self.rc = 1
-        sys.stdout.write(f"Slurmctld(primary) at {host} is {state}\n")
+        scontrol_ctld.ping(self, args)
+
+    def cmd_takeover(self, args: list[str]) -> None:
+        from plurm.tools import scontrol_ctld
+
+        scontrol_ctld.takeover(self, args)
 
     # ------------------------------------------------------------------ show
     def cmd_show(self, args: list[str]) -> None:

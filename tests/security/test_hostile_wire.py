@@ -441,7 +441,7 @@ PartitionName=main Nodes=b1 Default=YES State=UP
 
         def pinged() -> bool:
             try:
-                return request("ping", {}, settings_) == {"ok": True}
+                return request("ping", {}, settings_).get("ok") is True
             except Exception:
                 return False
 
