@@ -133,8 +133,11 @@ setup(
             "pocl-binary-distribution",
             "numpy",
             "matplotlib",  # plurm simulate's plots (tests/tools/simulate)
+            "psycopg[binary]>=3.1",  # the PostgreSQL store and the standby (tests/failover)
         ],
-        "sim": ["matplotlib>=3.5"],  # plurm simulate's PNG plots; runs without it under --no-plots
+        "sim": ["matplotlib>=3.5"],
+        # StateSaveLocation=postgresql://...: a store two controllers share (imported only then)
+        "postgresql": ["psycopg[binary]>=3.1"],  # plurm simulate's PNG plots; runs without it under --no-plots
         "nvidia": ["nvidia-ml-py"],
         "amd": ["amdsmi"],
         "opencl": ["pyopencl", "pocl-binary-distribution"],
