@@ -46,7 +46,8 @@ from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.failover_shell import FailoverShell
 from plurm.corescheduler.service import Service
 from plurm.corescheduler import failover
-from plurm.corescheduler.store import Fenced, StoreError, open_store
+from plurm.corescheduler.store import StoreError
+from plurm.corescheduler.stores import open_store
 
 log = logging.getLogger("plurmctld")
 

@@ -1,6 +1,6 @@
 """The controller's durable state: one SQLite database in WAL mode (or PostgreSQL).
 
-``open_store(location)`` picks the back end from StateSaveLocation: a directory keeps
+``stores.open_store(location)`` picks the back end from StateSaveLocation: a directory keeps
 the embedded SQLite file inside it (the default: no server needed); a
 ``postgresql://USER@HOST:PORT/DB`` URL selects store_pg.PgStore, the same tables and
 semantics on a server that two controllers share (the standby's way to the state).
@@ -312,23 +312,8 @@ class StateStore(SqlStore):
         return self._db
 
 
-STATE_FILE = "plurm_state.db"
+STATE_FILE = "plurm_state.db"  # inside a StateSaveLocation directory (stores.open_store)
 
 
 def is_postgresql(location: str | None) -> bool:
     return bool(location) and location.startswith(("postgresql://", "postgres://"))
-
-
-def open_store(location: str) -> SqlStore:
-    """The store StateSaveLocation names: a PostgreSQL URL, else a directory holding the
-    SQLite file.  The PostgreSQL driver is imported only here, only for such a URL."""
-    if is_postgresql(location):
-        from plurm.corescheduler.store_pg import PgStore
-
-        return PgStore(location)
-    os.makedirs(location, exist_ok=True)
-    path = os.path.join(location, STATE_FILE)
-    try:
-        return StateStore(path)
-    except sqlite3.Error as exc:  # sqlite's own words do not say which file
-        raise RuntimeError(f"cannot open the state store {path}: {exc}") from None

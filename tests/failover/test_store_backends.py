@@ -10,7 +10,8 @@ import pytest
 
 from plurm.corescheduler import effects as fx
 from plurm.corescheduler.accounts import Account, AccountBook, Link, Qos, User
-from plurm.corescheduler.store import SqlStore, StoreError, open_store
+from plurm.corescheduler.store import SqlStore, StoreError
+from plurm.corescheduler.stores import open_store
 from plurm.wire.model import Job, JobSpec, StepRecord
 
 
