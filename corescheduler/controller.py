@@ -143,6 +143,7 @@ class Controller(FailoverShell):
             next_job_id=int(next_id) if next_id else None, now=now,
             slurm_user=self.directory.cluster_identity().user)
         self._seed_archive(self.core.dependencies.referenced_ids())
+        self.core.restore_node_admin(self.store.get_meta("node_admin"))
         self.service = Service(self.core)
 
     # ------------------------------------------------------------------ applying decisions
@@ -159,6 +160,9 @@ class Controller(FailoverShell):
         self.store.apply(self.core.take_effects())
         if self.core.accounts.dirty:
             self.store.save_accounts(self.core.accounts)
+        node_admin = self.core.take_node_admin()  # drains, downs, reboots: kept across restarts
+        if node_admin is not None:
+            self.store.set_meta("node_admin", node_admin)
 
     # ------------------------------------------------------------------ transport
     def reply(self, ident: bytes, header: dict, body: Any) -> None:

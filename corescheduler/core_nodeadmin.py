@@ -15,10 +15,16 @@ does, after Slurm 22.05's slurmctld (the node_mgr.c behaviour as documented and 
   again with a later start time, when it takes ``NextState`` (default: back in service).
   A node not back within ResumeTimeout (60 s by default) is set DOWN ("reboot timed out").
 - **CANCEL_REBOOT** withdraws a request that has not been issued yet (and the ASAP drain).
+
+What an administrator set survives a controller restart or a takeover, as slurmctld's node
+state file: ``take_node_admin`` gives the nodes' DOWN/DRAIN flags, reasons and reboots as
+JSON when they changed (the controller keeps it in the store's meta table), and
+``restore_node_admin`` puts it back on the nodes of a new core.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -38,9 +44,17 @@ REBOOT_ASAP = "Reboot ASAP"
 NEXT_STATES = ("", "RESUME", "DOWN", "UNDRAIN")
 # The State= values the controller acts on (scontrol sends them upper-cased, unabbreviated).
 STATES = ("DRAIN", "DOWN", "RESUME", "IDLE", "UNDRAIN", "CANCEL_REBOOT")
+# What survives a restart, with the types a saved record must have (it is read back as data).
+SAVED_FIELDS: dict[str, tuple[type, ...]] = {
+    "down": (bool,), "drain": (bool,), "reason": (str, type(None)), "reason_time": (float, int, type(None)),
+    "reason_user": (str, type(None)), "reboot": (str,), "reboot_next": (str,),
+    "reboot_time": (float, int, type(None)), "reboot_drained": (bool,)}
 
 
 class NodeAdmin:
+    node_admin_dirty: bool = True  # something may have changed what take_node_admin gives
+    _node_admin_saved: str | None = None  # what it gave last
+
     if TYPE_CHECKING:  # provided by ClusterCore
         jobs: dict[int, Job]
         nodes: dict[str, Node]
@@ -173,6 +187,7 @@ class NodeAdmin:
     def reboots_due(self, now: float) -> list[Outgoing]:
         """Issue the reboots of nodes that are idle now; a reboot not done within
         ResumeTimeout puts its node DOWN.  Walks only the nodes with a reboot pending."""
+        self.node_admin_dirty = True  # (every tick: drains and downs the rest of the core sets too)
         if not self.reboot_pending:
             return []
         out: list[Outgoing] = []
@@ -223,4 +238,49 @@ class NodeAdmin:
         elif next_state == "RESUME" or drained:
             self._back_in_service(node)
         log.info("node %s rebooted: state %s", name, node.state)
+        self.need_schedule = True
+
+    # ------------------------------------------------------------------ across restarts
+    def take_node_admin(self) -> str | None:
+        """The nodes' saved state (JSON) if it changed since the last call, else None."""
+        if not self.node_admin_dirty:
+            return None
+        self.node_admin_dirty = False
+        text = json.dumps({name: {f: getattr(node, f) for f in SAVED_FIELDS} for name, node in self.nodes.items()
+                           if node.down or node.drain or node.reboot or node.reason}, sort_keys=True)
+        if text == self._node_admin_saved:
+            return None
+        self._node_admin_saved = text
+        return text
+
+    def restore_node_admin(self, text: str | None) -> None:
+        """Put back what ``take_node_admin`` gave (a node no longer in slurm.conf, or a record
+        that does not have the right shape, is logged and left out)."""
+        if not text:
+            return
+        try:
+            saved = json.loads(text)
+        except ValueError as exc:
+            log.error("saved node state unreadable, not restored: %s", exc)
+            return
+        if not isinstance(saved, dict):
+            log.error("saved node state is not a table of nodes, not restored")
+            return
+        for name, record in saved.items():
+            node = self.nodes.get(name)
+            if node is None:
+                log.warning("saved state of node %s: no longer in slurm.conf", name)
+                continue
+            if (not isinstance(record, dict) or set(record) != set(SAVED_FIELDS)
+                    or any(not isinstance(record[f], kinds) or isinstance(record[f], bool) and bool not in kinds
+                           for f, kinds in SAVED_FIELDS.items())
+                    or record["reboot"] not in ("", "requested", "issued") or record["reboot_next"] not in NEXT_STATES):
+                log.error("saved state of node %s has the wrong shape, not restored: %r", name, record)
+                continue
+            for field, value in record.items():
+                setattr(node, field, float(value) if isinstance(value, int) and field.endswith("_time") else value)
+            if node.reboot:
+                self.reboot_pending.add(name)
+        self._node_admin_saved = text
+        self.node_admin_dirty = False
         self.need_schedule = True

@@ -6,6 +6,8 @@ tests/integration/test_node_admin.py.
 
 from __future__ import annotations
 
+import json
+
 import msgspec
 import pytest
 
@@ -192,3 +194,31 @@ def test_reconfigure_keeps_jobs_and_node_state_and_refuses_what_does_not_fit() -
     with pytest.raises(RequestError, match="Invalid user id"):
         service.reconfigure({"nodes": nodes, "partitions": parts, "settings": settings,
                              "priority_policy": None, "preempt_policy": None}, ALICE, T0 + 5)
+
+
+def test_node_admin_state_survives_a_new_core_and_bad_records_are_left_out() -> None:
+    core, service = _core()
+    _update(service, ["n1"], "DRAIN", "bad dimm", now=T0 + 1)
+    _reboot(service, ["n2"], asap=True, now=T0 + 2)  # idle: issued at once
+    saved = core.take_node_admin()
+    assert saved is not None and core.take_node_admin() is None  # nothing new since
+    core.tick(T0 + 3)
+    assert core.take_node_admin() is None  # (looked again: still the same)
+    fresh, fresh_service = _core()
+    fresh.restore_node_admin(saved)
+    assert fresh.nodes["n1"].state == "IDLE+DRAIN" and fresh.nodes["n1"].reason_user == "root"
+    assert fresh.nodes["n2"].reboot == "issued" and fresh.nodes["n2"].reason == "Reboot ASAP"
+    # the reboot goes on in the new core: done when the node registers with a later start
+    fresh_service.node_register("n2", protocol.NodeRegister(node="n2", cpus=4, real_memory=4000, boot_time=1.0,
+                                                            slurmd_start_time=T0 + 4), T0 + 5)
+    assert fresh.nodes["n2"].state == "IDLE" and not fresh.reboot_pending
+    # Hostile or stale saved state: a typed refusal in the log, the rest restored.
+    other, _ = _core()
+    bad = json.loads(saved)
+    bad["n1"]["drain"] = "yes"
+    bad["n9"] = bad["n2"]
+    other.restore_node_admin(json.dumps(bad))
+    assert not other.nodes["n1"].drain and other.nodes["n2"].reboot == "issued"
+    for text in ("{", "[1, 2]", json.dumps({"n1": {"drain": True}}), None, ""):
+        other.restore_node_admin(text)
+    assert not other.nodes["n1"].drain
