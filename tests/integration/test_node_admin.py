@@ -113,6 +113,16 @@ def test_reboot_asap_waits_for_the_job_then_plurmd_restarts_itself(fresh_cluster
     assert _sinfo(c, "-n", "n2", "-o", "%t|%E") == "mix|none\n"
     again = c.run("scontrol", "cancel_reboot", "n2")
     assert (again.returncode, again.stderr) == (1, "slurm_update error: Invalid node state specified\n")
+    # What an administrator set survives the controller's kill -9 (slurmctld's node state file).
+    c.run("scontrol", "update", "nodename=n1", "state=drain", "reason=keep me", check=True)
+    c.run("scontrol", "reboot", "n2", check=True)  # (busy: requested, not issued)
+    before = _sinfo(c, "-R", "-o", "%E|%U|%H|%N")
+    ctld = int((c.dir / "run" / "plurmctld.pid").read_text())
+    os.kill(ctld, signal.SIGKILL)
+    wait_for(lambda: not _alive(ctld), what="plurmctld gone")
+    c.up()
+    assert _sinfo(c, "-R", "-o", "%E|%U|%H|%N") == before and before.startswith("keep me|")
+    assert _sinfo(c, "-n", "n2", "-o", "%t") == "mix@\n" and c.job(job)["state"] == "RUNNING"
 
 
 def test_reconfigure_applies_an_edited_conf_and_refuses_a_broken_one(fresh_cluster: Cluster,
