@@ -280,7 +280,10 @@ class Controller(FailoverShell):
     def dispatch(self, items: list[Outgoing]) -> None:
         self.apply_effects()  # a launch reads the script its submission stored
         for item in items:
-            self.send_node(item)
+            try:
+                self.send_node(item)
+            except StoreError:  # its script unreadable: the commit refuses the whole turn
+                self.store.dirty = True
 
     # ------------------------------------------------------------------ loop
     def run(self) -> None:

@@ -117,6 +117,7 @@ class FailoverShell:
             self.store_failure.stale_core = False
         except StoreError as exc:
             self.store_failure.stale_core = True
+            self.store.rollback()
             self.store_failure.limit.warning("rebuild", "cannot reload the state from the store (%s): "
                                              "answering reads from memory until it can", exc)
 
@@ -183,6 +184,7 @@ class FailoverShell:
             self.store.end_read()
         except StoreError as exc:
             log.warning("took the lease but cannot load the state (%s): standing by again", exc)
+            self.store.rollback()
             self.core = self.service = None
             try:
                 self.election.release(None)

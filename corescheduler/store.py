@@ -105,6 +105,10 @@ class SqlStore:
 
     location = ""
     dirty = False  # something was written since the last commit
+    # The first failure of this transaction: later writes are skipped and commit() raises it, so
+    # a write that fails wherever the controller makes it (a handler, the scheduler) surfaces
+    # once, at the group commit, where the whole turn is refused.
+    failure: StoreError | None = None
     _db: Any
     _driver_errors: tuple[type[BaseException], ...] = ()
 
@@ -112,21 +116,30 @@ class SqlStore:
         return query
 
     def _run(self, query: str, params: Sequence[object] = ()) -> Any:
-        if query[0] in "IDU":  # INSERT, DELETE, UPDATE: this turn has something to commit
+        write = query[0] in "IDU"  # INSERT, DELETE, UPDATE: this turn has something to commit
+        if write:
             self.dirty = True
+            if self.failure is not None:
+                return None  # the transaction is lost already: commit() says so
         try:
             return self._db.execute(self._sql(query), params)
         except self._driver_errors as exc:
-            raise self._error(exc) from exc
+            error = self._error(exc)
+            self.failure = self.failure or error
+            if write:
+                return None
+            raise error from exc  # a failed read alone does not refuse a turn that wrote nothing
 
     def _run_many(self, query: str, rows: list[Sequence[object]]) -> None:
         if not rows:
             return
         self.dirty = True
+        if self.failure is not None:
+            return
         try:
             self._db.executemany(self._sql(query), rows)
         except self._driver_errors as exc:
-            raise self._error(exc) from exc
+            self.failure = self._error(exc)
 
     def _error(self, exc: BaseException) -> StoreError:
         return StoreError(f"{self.location}: {exc}".strip())
@@ -140,6 +153,10 @@ class SqlStore:
 
     # -- transactions
     def commit(self) -> None:
+        if self.failure is not None:
+            failure = self.failure
+            self.rollback()
+            raise failure
         try:
             self._db.commit()
         except self._driver_errors as exc:
@@ -148,10 +165,13 @@ class SqlStore:
 
     def end_read(self) -> None:
         """A turn that wrote nothing: end its read transaction, if the driver opened one."""
+        if self.failure is not None:
+            self.rollback()
 
     def rollback(self) -> None:
         """Forget this turn's uncommitted writes (after a failed commit)."""
         self.dirty = False
+        self.failure = None
         try:
             self._db.rollback()
         except self._driver_errors as exc:

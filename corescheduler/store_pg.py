@@ -121,20 +121,28 @@ class PgStore(SqlStore):
 
     def _run(self, query: str, params: Any = ()) -> Any:
         if self._db is None or self._db.broken or self._db.closed:
-            raise StoreError(f"{self.location}: the connection to the server was lost")
+            error = StoreError(f"{self.location}: the connection to the server was lost")
+            self.failure = self.failure or error
+            if query[0] in "IDU":
+                self.dirty = True
+                return None  # as SqlStore._run: a write's failure waits for the commit
+            raise error
         return super()._run(query, params)
 
     def _run_many(self, query: str, rows: list[Any]) -> None:
         if not rows:
             return
-        if self._db is None or self._db.broken or self._db.closed:
-            raise StoreError(f"{self.location}: the connection to the server was lost")
         self.dirty = True
+        if self.failure is not None:
+            return
+        if self._db is None or self._db.broken or self._db.closed:
+            self.failure = StoreError(f"{self.location}: the connection to the server was lost")
+            return
         try:
             with self._db.cursor() as cursor:  # psycopg's executemany is the cursor's
                 cursor.executemany(self._sql(query), rows)
         except psycopg.Error as exc:
-            raise self._error(exc) from exc
+            self.failure = self._error(exc)
 
     @property
     def connected(self) -> bool:
@@ -151,6 +159,10 @@ class PgStore(SqlStore):
 
     # -- transactions: every commit of the lease holder renews the lease in the same transaction
     def commit(self) -> None:
+        if self.failure is not None:
+            failure = self.failure
+            self.rollback()
+            raise failure
         if self.lease is not None:  # only the holder writes, and only while it still holds it
             try:
                 if self.lease.epoch is None:
@@ -162,6 +174,9 @@ class PgStore(SqlStore):
         super().commit()
 
     def end_read(self) -> None:
+        if self.failure is not None:
+            self.rollback()
+            return
         if self.connected and self._db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             try:
                 self._db.commit()
@@ -170,6 +185,7 @@ class PgStore(SqlStore):
 
     def rollback(self) -> None:
         self.dirty = False
+        self.failure = None
         try:
             if self.connected:
                 super().rollback()
