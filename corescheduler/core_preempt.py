@@ -13,9 +13,11 @@ from plurm.corescheduler import preempt
 from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.scheduler import Allocation, Demand
 from plurm.wire import model
-from plurm.wire.model import Job
+from plurm.wire.model import EarlierRun, Job
 
 log = logging.getLogger("plurmctld")
+
+MAX_EARLIER_RUNS = 16  # the runs a requeued job remembers for sacct -D (the latest)
 
 
 class Preemption:
@@ -171,6 +173,11 @@ class Preemption:
             self.scheduler.release(job)
         for name in job.nodes:
             self.nodes[name].last_busy_time = now
+        if job.start_time is not None:  # the run that ends here: sacct -D shows it as REQUEUED
+            job.earlier_runs = [*job.earlier_runs[-(MAX_EARLIER_RUNS - 1):], EarlierRun(
+                submit_time=job.submit_time, start_time=job.start_time, nodes=list(job.nodes),
+                end_time=job.end_time if job.state in model.FINISHED_STATES and job.end_time else now,
+                cpus=list(job.cpus))]
         job.state = model.PENDING
         job.completing = False
         job.cancel_state = None

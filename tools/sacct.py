@@ -3,7 +3,8 @@
 Supported: the default layout, ``-j`` (jobs, array tasks ``12_3``, steps ``12.batch``),
 ``-o/--format`` (``field%width``), ``-b``, ``-l``, ``-P``, ``-p``, ``--delimiter``, ``-n``,
 ``-X``, ``-S``/``-E`` (Slurm's time forms), ``-a``, ``-u``, ``-s``, ``-r``, ``--name``,
-``-e/--helpformat``, ``--help``, ``--usage``, ``-V``.  Accepted and ignored: ``-D``, ``-T``,
+``-e/--helpformat``, ``-D`` (a requeued job's earlier runs, as REQUEUED records before its latest),
+``--help``, ``--usage``, ``-V``.  Accepted and ignored: ``-T``,
 ``-L``, ``-M``, ``--local``, ``--federation``, ``--noconvert``, ``--units``, ``-v``.
 
 Start-up budget: stdlib only on the way to the request (json reply, no msgspec).
@@ -126,6 +127,7 @@ class Options:
         self.delimiter = "|"
         self.noheader = False
         self.allocations = False
+        self.duplicates = False  # -D: every run of a requeued job, not only its latest
         self.start: str | None = None
         self.end: str | None = None
         self.states: list[str] = []
@@ -182,6 +184,8 @@ def parse_args(argv: list[str]) -> Options:
             opts.action = opts.action or "help"
         elif key == "usage":
             opts.action = opts.action or "usage"
+        elif key == "D":
+            opts.duplicates = True
         elif key == "V":
             opts.action = opts.action or "version"
         elif key == "e":
@@ -326,7 +330,8 @@ def select_rows(reply: dict, opts: Options, now: float) -> list[dict[str, str]]:
     for job_id in whole:
         step_filter.pop(job_id, None)
     jobs = sorted(jobs, key=lambda j: j["job_id"])
-    return sacctfmt.acct_rows(jobs, steps, now, reply.get("cluster", ""), opts.allocations, step_filter)
+    return sacctfmt.acct_rows(jobs, steps, now, reply.get("cluster", ""), opts.allocations, step_filter,
+                              duplicates=opts.duplicates)
 
 
 # Slurm 22.05's text, byte for byte (trailing blanks and tabs included).

@@ -333,8 +333,10 @@ def acct_step_row(step: dict, job: dict, now: float, cluster: str) -> dict[str, 
 
 def acct_rows(jobs: list[dict], steps: list[dict], now: float, cluster: str, allocations: bool = False,
               step_filter: dict[int, set[str]] | None = None,
-              def_mem_per_cpu: int | None = None) -> list[dict[str, str]]:
-    """Job lines, each followed by its steps (batch first, then 0, 1, ...) unless -X."""
+              def_mem_per_cpu: int | None = None, duplicates: bool = False) -> list[dict[str, str]]:
+    """Job lines, each followed by its steps (batch first, then 0, 1, ...) unless -X.  With
+    ``duplicates`` (sacct -D) a requeued job's earlier runs come first, as REQUEUED records
+    (without their steps: the store keeps a job's latest steps only)."""
     by_job: dict[int, list[dict]] = {}
     for step in steps:
         by_job.setdefault(step["job_id"], []).append(step)
@@ -351,6 +353,12 @@ def acct_rows(jobs: list[dict], steps: list[dict], now: float, cluster: str, all
     for job in jobs:
         wanted_steps = step_filter.get(job["job_id"]) if step_filter else None
         if wanted_steps is None:
+            for run in (job.get("earlier_runs") or []) if duplicates else []:
+                earlier = dict(job, state="REQUEUED", completing=False, exit_code=0, exit_signal=0,
+                               derived_exit_code=0, start_time=run.get("start_time"),
+                               end_time=run.get("end_time"), submit_time=run.get("submit_time", 0.0),
+                               nodes=run.get("nodes") or [], cpus=run.get("cpus") or [])
+                rows.append(acct_job_row(earlier, now, cluster, def_mem_per_cpu))
             rows.append(acct_job_row(job, now, cluster, def_mem_per_cpu))
         if allocations:
             continue

@@ -122,6 +122,16 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     other_options: dict[str, str] = {}  # accepted, not acted on: shown by scontrol
 
 
+class EarlierRun(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A run of a job that was requeued after it (sacct -D shows it as a REQUEUED record)."""
+
+    submit_time: float = 0.0
+    start_time: float | None = None
+    end_time: float | None = None
+    nodes: list[str] = []
+    cpus: list[int] = []
+
+
 class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A job (or one task of an array) as the controller keeps it."""
 
@@ -155,6 +165,7 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     derived_exit_code: int = 0
     restarts: int = 0
     warned_run: int = -1  # the run (restarts) that got its --signal warning; -1: none yet
+    earlier_runs: list[EarlierRun] = []  # the latest runs before a requeue (core_preempt._requeue), oldest first
     next_step_id: int = 0
     held_by: str | None = None  # "user" | "admin"
     last_sched_eval: float | None = None

@@ -17,7 +17,7 @@ from plurm.corescheduler.identity import Identity
 from plurm.corescheduler.preempt import PartitionPrioPreemption
 from plurm.corescheduler.service import Service
 from plurm.wire import model, protocol
-from plurm.wire.model import Job, JobSpec, Node, Partition, WarnSignal
+from plurm.wire.model import EarlierRun, Job, JobSpec, Node, Partition, WarnSignal
 
 ROOT = Identity(0, 0, "root", operator=True)
 ALICE = Identity(1001, 1001, "alice", frozenset({"alice"}))
@@ -119,6 +119,9 @@ def test_a_requeued_job_is_warned_again_in_its_next_run() -> None:
     assert _terminations(out) == [("n1", 7.0)] and job.state == model.PENDING
     core.job_ended(job.job_id, 0, SIGTERM, T0 + 12, T0 + 12)
     assert job.restarts == 1 and job.spec.begin_time == T0 + 11 + 6  # cred_expire=5, + 1
+    # The run that ended, for sacct -D (a REQUEUED record before the latest run's).
+    assert job.earlier_runs == [EarlierRun(submit_time=T0, start_time=T0, end_time=T0 + 12, nodes=["n1"],
+                                           cpus=[1])]
     core.schedule(T0 + 17)
     assert job.state == model.RUNNING and job.end_time == T0 + 77
     assert core.tick(T0 + 26.9) == []

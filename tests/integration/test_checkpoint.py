@@ -115,6 +115,13 @@ while :; do step=$((step + 1)); sleep 0.05 & wait $!; done
     rows = ckpt.run("sacct", "-X", "-n", "-P", "-o", "JobID,State,ExitCode", "-j", str(job_id),
                     check=True).stdout.split()
     assert rows == [f"{job_id}|COMPLETED|0:0"]
+    # sacct -D: every run, the requeued one first (sacct(1): a requeued job's earlier records
+    # are duplicates, shown with -D only).
+    rows = ckpt.run("sacct", "-D", "-X", "-n", "-P", "-o", "JobID,State,Start,End", "-j", str(job_id),
+                    check=True).stdout.split()
+    assert [r.split("|")[:2] for r in rows] == [[str(job_id), "REQUEUED"], [str(job_id), "COMPLETED"]]
+    first_end, second_start = rows[0].split("|")[3], rows[1].split("|")[2]
+    assert first_end <= second_start  # (ISO times: the order of the strings is the order of the times)
 
 
 def test_the_warning_reaches_the_steps_and_with_b_the_shell_only(ckpt: Cluster, tmp_path: Path) -> None:
