@@ -93,6 +93,10 @@ class Election:
 
             store.set_timeout(timeout_s)
             self.lease = Lease(store, endpoint.name, timeout_s)
+        elif endpoint.index > 0:
+            # Without a lease two controllers would both write: only the primary runs on SQLite.
+            raise EndpointError(f"{endpoint.name} is a backup controller (SlurmctldHost #{endpoint.index + 1}): "
+                                "a backup needs a shared store, StateSaveLocation=postgresql://USER@HOST:PORT/DB")
 
     @property
     def holds(self) -> bool:
