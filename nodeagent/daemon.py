@@ -48,7 +48,8 @@ from plurm.nodeagent.tracking import RunningJob, RunningStep, adopt, remove_run
 
 log = logging.getLogger("plurmd")
 
-PING_INTERVAL_S = 2.0
+# Pings to the controllers: every 2 s, or PLURM_PING_INTERVAL seconds (tests that wait for turns).
+PING_INTERVAL_S = float(os.environ.get("PLURM_PING_INTERVAL", "2"))
 # Accelerator health checks (probe subprocesses): every minute, or PLURM_ACCEL_HEALTH_INTERVAL seconds.
 HEALTH_INTERVAL_S = float(os.environ.get("PLURM_ACCEL_HEALTH_INTERVAL", "60"))
 # Accelerator usage of running jobs, for accounting: every 30 s, or PLURM_ACCEL_USAGE_INTERVAL.

@@ -205,11 +205,27 @@ class BatchStart:
 
     supervisor: subprocess.Popen
     pgid: int
+    run_dir: str
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The script's exit status (as Popen.returncode has it), once its supervisor is done."""
+        from plurm.nodeagent.jobstate import read_status
+
+        self.supervisor.wait(timeout)
+        status = read_status(self.run_dir)
+        if status is None:
+            raise LaunchError(f"the job's supervisor ended without a status (exit {self.supervisor.returncode})")
+        return status[0]
 
 
-def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict[str, Any], run_dir: str,
-                binding: Any = environment.default_binding, task_prolog: str | None = None) -> BatchStart:
-    """The job's shell under its supervisor (nodeagent/supervisor.py), which outlives plurmd."""
+def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict[str, Any],
+                run_dir: str | None = None, binding: Any = environment.default_binding,
+                task_prolog: str | None = None) -> BatchStart:
+    """The job's shell under its supervisor (nodeagent/supervisor.py), which outlives plurmd;
+    its records go to ``run_dir`` (default: the run's directory in ``spool``)."""
+    from plurm.nodeagent.jobstate import run_dir as default_run_dir
+
+    run_dir = run_dir or default_run_dir(spool, msg.job_id, int(msg.job.get("restarts") or 0))
     owner = owner_of(msg.uid, msg.gid, msg.environment, msg.job.get("spec", {}).get("user_id"))
     script_path = _write_script(msg, spool, owner)
     env = environment.batch_environment(msg.job, msg.environment, node_name, binding=binding, **where)
@@ -238,7 +254,7 @@ def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict
     if failure is not None:
         supervisor.wait()
         raise LaunchError(failure)
-    return BatchStart(supervisor, int(replies[0]["pid"]))
+    return BatchStart(supervisor, int(replies[0]["pid"]), run_dir)
 
 
 def _daemon_environment() -> dict[str, str]:
