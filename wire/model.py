@@ -11,7 +11,7 @@ still loads (msgspec fills the defaults of missing fields).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -57,8 +57,10 @@ class WarnSignal(msgspec.Struct, kw_only=True, omit_defaults=True):
     job's steps, or to the batch shell only (``batch``, B:); ``reservation`` (R:) is kept
     for display: plurm has no reservations (core_signals.py)."""
 
-    number: int
-    seconds: int = 60
+    # As sbatch takes them: a signal number 1..65535, a warning time 0..65535 s (a hostile
+    # value is a schema error at the controller; a number with no signal fails kill(2) on the node, logged).
+    number: Annotated[int, msgspec.Meta(ge=1, le=0xFFFF)]
+    seconds: Annotated[int, msgspec.Meta(ge=0, le=0xFFFF)] = 60
     batch: bool = False
     reservation: bool = False
 

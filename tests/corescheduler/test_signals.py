@@ -145,7 +145,8 @@ def test_a_restarted_controller_does_not_warn_a_run_twice() -> None:
 
 
 def test_a_malformed_signal_is_a_schema_error() -> None:
-    for bad in ({"number": "USR1"}, {"seconds": 5}, {"number": 10, "batch": "yes"}, "USR1"):
+    for bad in ({"number": "USR1"}, {"seconds": 5}, {"number": 10, "batch": "yes"}, "USR1", {"number": 0},
+                {"number": -9}, {"number": 0x10000}, {"number": 10, "seconds": -1}, {"number": 10, "seconds": 1e9}):
         raw = msgspec.json.encode({"spec": {"script": "#!/bin/sh\n", "signal": bad}})
         with pytest.raises(protocol.SchemaError):
             protocol.decode_body("submit_job", raw)
