@@ -354,8 +354,8 @@ def acct_rows(jobs: list[dict], steps: list[dict], now: float, cluster: str, all
         wanted_steps = step_filter.get(job["job_id"]) if step_filter else None
         if wanted_steps is None:
             for run in (job.get("earlier_runs") or []) if duplicates else []:
-                earlier = dict(job, state="REQUEUED", completing=False, exit_code=0, exit_signal=0,
-                               derived_exit_code=0, start_time=run.get("start_time"),
+                earlier = dict(job, state=run.get("state") or "REQUEUED", completing=False, exit_code=0,
+                               exit_signal=0, derived_exit_code=0, start_time=run.get("start_time"),
                                end_time=run.get("end_time"), submit_time=run.get("submit_time", 0.0),
                                nodes=run.get("nodes") or [], cpus=run.get("cpus") or [])
                 rows.append(acct_job_row(earlier, now, cluster, def_mem_per_cpu))
