@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
-from plurmtest import Cluster, start_cluster, wait_for
+from plurmtest import Cluster, command, start_cluster, wait_for
 
 CPUS = 2  # per node
 
@@ -219,3 +221,49 @@ def test_plurm_cluster_down_kills_the_jobs_it_leaves(tmp_path: Path) -> None:
     finally:
         c.down()
     assert _alive(_pids(work / "left.pids")) == []
+
+
+def _srun(cluster: Cluster, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(command("srun") + list(args), env=cluster.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _first_line(proc: subprocess.Popen) -> str:
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 30)
+    assert ready, "srun printed nothing"
+    return proc.stdout.readline()
+
+
+def test_a_step_streams_on_while_plurmd_restarts(cluster: Cluster, workdir: Path) -> None:
+    """plurmstepd talks to srun directly: the step's output goes on reaching srun."""
+    go = workdir / "go-step"
+    proc = _srun(cluster, "-w", "n2", "-n", "1", "sh", "-c",
+                 f"echo one; while [ ! -e {go} ]; do sleep 0.05; done; echo two")
+    try:
+        assert _first_line(proc) == "one\n"
+        stop_plurmd(cluster, "n2")
+        restart_plurmd(cluster)
+        go.touch()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert (out, proc.returncode) == ("two\n", 0), err
+
+
+def test_scancel_after_a_restart_ends_a_step(cluster: Cluster, workdir: Path) -> None:
+    """The new plurmd adopted the step's plurmstepd: a cancel reaches its tasks."""
+    pids = workdir / "step.pids"
+    proc = _srun(cluster, "-w", "n1", "-n", "1", "sh", "-c", f"echo $$ > {pids}; echo up; sleep 300")
+    try:
+        assert _first_line(proc) == "up\n"
+        task = _pids(pids)
+        stop_plurmd(cluster, "n1")
+        restart_plurmd(cluster)
+        job_id = next(j["job_id"] for j in cluster.request("job_info", {})["jobs"] if "n1" in j.get("nodes", []))
+        cluster.run("scancel", str(job_id), check=True)
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    wait_for(lambda: not _alive(task), what="the step's task to die")
+    cluster.wait_state(job_id, "CANCELLED")
