@@ -33,7 +33,7 @@ from typing import Any
 log = logging.getLogger("plurmd")
 
 RUNS = "runs"
-_RUN_DIR = re.compile(r"(\d+)\.(\d+)")
+_RUN_DIR = re.compile(r"(\d+)\.(-?\d+)")  # JOB.RUN; run -1: an end reported for a run not named
 _STEP_FILE = re.compile(r"step(\d+)\.(\d+)\.json")
 
 

@@ -187,3 +187,24 @@ def test_a_damaged_spool_is_logged_and_skipped(node: dict) -> None:
     log = (node["dir"] / "plurmd.log").read_text()
     for name in ("5.0", "6.0", "7.0", "step9.1.json", "8.json"):
         assert name in log, log
+
+
+def test_a_newer_run_replaces_an_older_copy(node: dict) -> None:
+    """The controller launches run 2 of a job whose run 1 this node still has (it was away
+    when the job was requeued): never two copies; the old one's end names its run."""
+    a = node["a"]
+    first, second = node["dir"] / "first", node["dir"] / "second"
+    first.mkdir()
+    second.mkdir()
+    start_plurmd(node)
+    a.receive("node_register")
+    a.send("launch_job", launch(78, 1, first))
+    wait_for(lambda: (first / "pid").exists() and (first / "pid").read_text().strip(), what="run 1 to start")
+    old = int((first / "pid").read_text())
+    a.send("launch_job", launch(78, 2, second))
+    ended = a.receive("job_ended")
+    assert (ended.job_id, ended.restarts, ended.exit_signal) == (78, 1, signal.SIGKILL)
+    assert not psutil.pid_exists(old) or psutil.Process(old).status() == psutil.STATUS_ZOMBIE
+    assert a.receive("node_ping", until=lambda m: m.runs).runs == {78: 2}
+    a.send("terminate_job", {"job_id": 78, "kill_wait": 5.0, "signal": 9, "restarts": -1, "batch_host": "n1"})
+    assert a.receive("job_ended", until=lambda m: m.restarts == 2).exit_signal == signal.SIGKILL
