@@ -101,8 +101,18 @@ def settings_from_conf(conf: Any, slurm_user: str = "root") -> CoreSettings:
         private_data=private_data(conf.get("PrivateData")),
         max_script_size=max_script_size(sched_params),
         cred_expire=cred_expire(conf.get("AuthInfo")),
+        job_requeue=(conf.get("JobRequeue") or "1").strip() != "0",
+        return_to_service=_int_in(conf.get("ReturnToService"), (0, 1, 2), 0),
         resume_timeout=float(conf.get("ResumeTimeout") or 60),
     )
+
+
+def _int_in(value: str | None, allowed: tuple[int, ...], default: int) -> int:
+    try:
+        number = int(value or default)
+    except ValueError:
+        return default
+    return number if number in allowed else default
 
 
 def cred_expire(auth_info: str | None) -> float:

@@ -94,6 +94,8 @@ class CoreSettings:
     max_script_size: int = authz.DEFAULT_MAX_SCRIPT_SIZE  # SchedulerParameters=max_script_size
     cred_expire: float = 120.0  # AuthInfo=cred_expire: a requeued job waits this long + 1 s
     resume_timeout: float = 60.0  # ResumeTimeout: a node told to reboot is DOWN if not back by then
+    job_requeue: bool = True  # JobRequeue: a batch job without --requeue/--no-requeue may be requeued
+    return_to_service: int = 0  # ReturnToService: when a DOWN node comes back by itself (core_nodes.py)
 
 
 class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signals, NodeAdmin, NodeReconfig):
@@ -136,6 +138,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         self.node_seen: dict[str, float] = {}
         self.node_registered: set[str] = set()
         self.missing_since: dict[int, float] = {}
+        self.stale_told: dict[tuple[str, int, int], float] = {}  # (node, job, run) told to die (core_nodes)
         self.reboot_pending: set[str] = set()  # nodes with a reboot requested or issued (core_nodeadmin)
         self._liveness_due = now  # the earliest SlurmdTimeout deadline (core_nodes.py)
         self.next_job_id = next_job_id or settings.first_job_id
@@ -258,6 +261,8 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         partition = self.partitions[partition_name]
         spec.user_id, spec.group_id = who.uid, who.gid
         spec.user = who.user
+        if spec.requeue and not spec.requeue_given:  # neither --requeue nor --no-requeue: JobRequeue
+            spec.requeue = self.settings.job_requeue
         if spec.ntasks is not None and spec.ntasks < 1:
             raise RequestError("Invalid number of tasks", "InvalidTasks")
         authz.check_submission(spec, self.settings.max_script_size, self.privileged(who))

@@ -7,6 +7,7 @@ the resources, closes the steps, charges fair-share usage and writes accounting.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from plurm.corescheduler import effects as fx
@@ -15,6 +16,8 @@ from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.identity import Identity
 from plurm.wire import model
 from plurm.wire.model import Job, Node, StepRecord
+
+log = logging.getLogger("plurmctld")
 
 
 class JobEnds:
@@ -41,11 +44,21 @@ class JobEnds:
     def job_ended(self, job_id: int, exit_code: int, exit_signal: int, end_time: float | None, now: float,
                   timed_out: bool = False, usage_max: dict[str, str] | None = None,
                   usage_ave: dict[str, str] | None = None, launch_failed: bool = False,
-                  requeue_held: bool = False) -> list[Outgoing]:
+                  requeue_held: bool = False, restarts: int = -1, node: str | None = None) -> list[Outgoing]:
+        """A batch script's end, from ``node`` (None: not said), of the run ``restarts`` (-1:
+        not said).  The end of another run than the job's current one, or from another node
+        than its batch host (a copy left on a node that failed and came back), is
+        acknowledged by the service layer and otherwise ignored, as Slurm's "Batch completion
+        for JobId=N sent from wrong node"."""
         self._at(now)
         job = self.jobs.get(job_id)
         if job is None or (job.state in model.FINISHED_STATES and not job.completing):
             return []  # already recorded: a resent report
+        if (restarts >= 0 and restarts != job.restarts) or (node is not None and node not in job.nodes[:1]) \
+                or (job.state == model.PENDING and not job.completing):
+            log.warning("job %s: end of run %s from node %s ignored (its run %s is on %s)", job_id,
+                        restarts if restarts >= 0 else "?", node or "?", job.restarts, ",".join(job.nodes) or "none")
+            return []
         if requeue_held and not job.cancel_state and job.spec.requeue and job.spec.batch:
             # The node's Prolog failed (the node is drained): Slurm puts the job back in the
             # queue held, for an administrator to release once the node is mended.
@@ -103,7 +116,7 @@ class JobEnds:
             step = self.steps.pop(key)
             step.end_time = end
             step.state = state if state != model.COMPLETED else step.state
-            if step.state == model.RUNNING:
+            if step.state in (model.RUNNING, model.NODE_FAIL):  # (Slurm: a failed node's steps CANCELLED)
                 step.state = model.CANCELLED
             self._save_step(step)
         self.missing_since.pop(job.job_id, None)

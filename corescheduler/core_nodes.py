@@ -1,7 +1,20 @@
-"""Node and step events: registration, pings, liveness, drains, job steps.
+"""Node and step events: registration, pings, liveness, node failure, drains, job steps.
 
 A mixin of ``ClusterCore`` (corescheduler/core.py), pure in the same way: the clock
 is ``now``, the sender an ``Identity``; node daemons' reports come in as plain data.
+
+Node failure, after Slurm 22.05 (measured on the real one: tests/reliability/):
+
+- a node silent for a third of SlurmdTimeout is flagged not responding (``idle*``: no new
+  job starts on it); silent for SlurmdTimeout it is DOWN, reason "Not responding"
+  (``down*``), and the current run of each of its jobs has failed: a batch job that may
+  be requeued (``--requeue``, or JobRequeue=1 and no ``--no-requeue``) goes back to the
+  queue with its id, one restart more and BeginTime cred_expire + 1 s ahead, and
+  accounting keeps the failed run as NODE_FAIL; any other job ends NODE_FAIL (0:0);
+- a node's reports (register, ping) list the runs it has (job id -> restart count): a
+  run that must not run (older than the job's, ended, or the job is elsewhere now) is
+  killed there, that run only; a batch job missing from its node fails as above;
+- the node comes back as ReturnToService says (``_heard_from``).
 """
 
 from __future__ import annotations
@@ -9,9 +22,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
+from plurm.corescheduler import effects as fx
 from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.identity import Identity
+from plurm.corescheduler.scheduler import REASON_BEGIN_TIME
 from plurm.wire import model
 from plurm.wire.model import Job, Node, StepRecord
 
@@ -26,7 +43,9 @@ class NodeEvents:
         node_seen: dict[str, float]
         node_registered: set[str]
         missing_since: dict[int, float]
+        stale_told: dict[tuple[str, int, int], float]
         _liveness_due: float
+        _effects: list[fx.Effect]
         settings: Any
         need_schedule: bool
 
@@ -36,31 +55,8 @@ class NodeEvents:
         def owned_job(self, job_id: int, who: Any) -> Job: ...
         def _finish(self, job: Job, state: str, end: float, exit_code: int = 0,
                     exit_signal: int = 0) -> list[Outgoing]: ...
-
-    def update_node(self, name: str, state: str | None, reason: str | None, who: Identity, now: float) -> None:
-        self._at(now)
-        node = self.nodes.get(name)
-        if node is None:
-            raise RequestError("Invalid node name specified", "InvalidNode")
-        if state:
-            upper = state.upper()
-            if upper in ("DRAIN", "DOWN") and not reason:
-                raise RequestError("You must specify a reason when DOWNING or DRAINING a node", "ReasonRequired")
-            if upper == "DRAIN":
-                node.drain = True
-            elif upper == "DOWN":
-                node.down = True
-            elif upper in ("RESUME", "IDLE", "UNDRAIN"):
-                node.drain = False
-                node.down = False
-                node.reason = None
-            else:
-                raise RequestError("Invalid node state specified", "InvalidNodeState")
-        if reason is not None and (node.drain or node.down):
-            node.reason = reason
-            node.reason_time = now
-            node.reason_user = who.user
-        self.need_schedule = True
+        def _requeue(self, job: Job, now: float) -> None: ...
+        def terminate_body(self, job: Job) -> dict[str, Any]: ...
 
     # ------------------------------------------------------------------ steps
     def step_create(self, job_id: int, who: Identity, now: float, name: str, ntasks: int | None, nodes_min: int | None,
@@ -122,25 +118,20 @@ class NodeEvents:
         node = self.nodes.get(name)
         if node is None:
             raise RequestError(f"Node {name} is not in slurm.conf", "InvalidNode")
-        node.responding = True
         node.boot_time = info.get("boot_time") or node.boot_time
         node.slurmd_start_time = info.get("slurmd_start_time") or node.slurmd_start_time
         for attr in ("os", "arch", "version", "cpu_load", "free_mem"):
             if info.get(attr) is not None:
                 setattr(node, attr, info[attr])
-        if node.down and node.reason in (None, "Not responding", "Node unexpectedly rebooted"):
-            node.down = False
-            node.reason = None
+        self._heard_from(node, now, registered=True)
         node.devices = list(info.get("devices") or [])
         problems = info.get("gres_problems") or []
         if problems:
             # As Slurm: a node whose devices fall short of its configuration is drained.
             self._drain(node, "; ".join(problems), now)
-        self.node_seen[name] = now
-        self._liveness_due = min(self._liveness_due, now + self.settings.slurmd_timeout)
         self.node_registered.add(name)
         self.need_schedule = True
-        return self._reconcile(name, set(info.get("running_jobs", [])), now)
+        return self._reconcile(name, _runs_of(info.get("runs")), set(info.get("running_jobs") or []), now)
 
     def _drain(self, node: Node, reason: str, now: float) -> None:
         if node.drain and node.reason == reason:
@@ -153,59 +144,203 @@ class NodeEvents:
         self.need_schedule = True
 
     def node_ping(self, name: str, running: list[int], cpu_load: float | None, free_mem: int | None,
-                  now: float, unhealthy: dict[str, str] | None = None) -> list[Outgoing]:
+                  now: float, unhealthy: dict[str, str] | None = None,
+                  runs: dict[int, int] | None = None) -> list[Outgoing]:
         self._at(now)
         node = self.nodes.get(name)
         if node is None:
             return []
         self.node_seen[name] = now
-        self._liveness_due = min(self._liveness_due, now + self.settings.slurmd_timeout)
+        self._liveness_due = min(self._liveness_due, now + self._quiet_s())
         if name not in self.node_registered:
             return [Outgoing(name, "please_register", {})]
         node.cpu_load, node.free_mem = cpu_load, free_mem
         if unhealthy:
             self._drain(node, "; ".join(f"gpu {uuid}: {why}" for uuid, why in sorted(unhealthy.items())), now)
-        if not node.responding:
+        self._heard_from(node, now, registered=False)
+        return self._reconcile(name, _runs_of(runs), set(running), now)
+
+    def _heard_from(self, node: Node, now: float, registered: bool) -> None:
+        """A node's daemon spoke (registered or pinged): it responds, and a DOWN node comes
+        back as ReturnToService says (slurm.conf(5)): 0 never by itself (scontrol update
+        State=RESUME), 1 if it was DOWN for not responding (Slurm's test: its reason is
+        "Not responding"), 2 any DOWN node once it registers or answers after silence."""
+        self.node_seen[node.name] = now
+        self._liveness_due = min(self._liveness_due, now + self._quiet_s())
+        was_silent = not node.responding
+        if was_silent:
+            log.info("node %s now responding", node.name)
             node.responding = True
             self.need_schedule = True
-        return self._reconcile(name, set(running), now)
+        if not node.down:
+            return
+        rts = self.settings.return_to_service
+        if (rts == 1 and node.reason == NOT_RESPONDING) or (rts == 2 and (registered or was_silent)):
+            log.info("node %s returned to service", node.name)
+            node.down = False
+            if not node.drain:
+                node.reason = node.reason_time = node.reason_user = None
+            self.need_schedule = True
 
-    def _reconcile(self, name: str, running: set[int], now: float) -> list[Outgoing]:
-        """Batch jobs the controller believes run on ``name`` but the node does not have."""
+    def _reconcile(self, name: str, runs: dict[int, int], running: set[int], now: float) -> list[Outgoing]:
+        """What a node's report says against what the controller knows (``runs``: job id ->
+        the run, i.e. the restart count it was launched with; ``running``: job ids, from a
+        node daemon that does not say which run).
+
+        - A copy that must not run is killed on that node, that run only
+          (``terminate_job`` with ``restarts``): an older run of a job requeued meanwhile,
+          a job that has ended, or one that now runs elsewhere.  A job never runs twice.
+        - A batch job the controller believes runs here, missing from the report for
+          ``node_fail_grace_s``, has failed with its node (requeued if it may be)."""
         out: list[Outgoing] = []
+        for job_id, run in runs.items():
+            job = self.jobs.get(job_id)
+            if job is not None and self._is_current_run(job, name, run):
+                self.stale_told.pop((name, job_id, run), None)
+                continue
+            told = self.stale_told.get((name, job_id, run))
+            if told is not None and now - told < self.settings.kill_wait + self.settings.slurmd_timeout:
+                continue  # told already: it is on its way out (KillWait)
+            self.stale_told[(name, job_id, run)] = now
+            log.warning("node %s runs job %s run %s, which must not run (%s): killing it", name, job_id, run,
+                        "no such job" if job is None else f"job {job.state} at run {job.restarts}"
+                        f"{' on ' + ','.join(job.nodes) if job.nodes else ''}")
+            out.append(Outgoing(name, "terminate_job", {"job_id": job_id, "kill_wait": self.settings.kill_wait,
+                                                        "batch_host": name, "restarts": run}))
+        for (node_name, job_id, run) in [k for k in self.stale_told if k[0] == name and k[1] not in runs]:
+            del self.stale_told[(node_name, job_id, run)]  # gone from the node: done
         for job in list(self.jobs.values()):
             if not job.spec.batch or not job.nodes or job.nodes[0] != name:
                 continue
             if job.state != model.RUNNING and not job.completing:
                 continue
-            if job.job_id in running or (job.start_time or now) > now - self.settings.node_fail_grace_s:
+            present = runs.get(job.job_id) == job.restarts if job.job_id in runs else job.job_id in running
+            if present or (job.start_time or now) > now - self.settings.node_fail_grace_s:
                 self.missing_since.pop(job.job_id, None)
                 continue
             first = self.missing_since.setdefault(job.job_id, now)
             if now - first >= self.settings.node_fail_grace_s:
                 log.warning("job %s vanished from node %s: NODE_FAIL", job.job_id, name)
-                out.extend(self._finish(job, job.cancel_state or model.NODE_FAIL, now, 0, 0))
+                out.extend(self._end_failed_run(job, name, now))
         return out
 
+    @staticmethod
+    def _is_current_run(job: Job, name: str, run: int) -> bool:
+        return (run == job.restarts and name in job.nodes
+                and (job.state in (model.RUNNING, model.SUSPENDED) or job.completing))
+
+    def _quiet_s(self) -> float:
+        """Silence after which a node is flagged not responding (``*``: no new job starts
+        on it), before SlurmdTimeout sets it DOWN.  As Slurm's pings, every third of
+        SlurmdTimeout; at least three of plurmd's pings (PING_EVERY_S apart)."""
+        timeout = self.settings.slurmd_timeout
+        return min(timeout, max(timeout / 3, 3 * PING_EVERY_S))
+
     def _check_node_liveness(self, now: float) -> list[Outgoing]:
-        """SlurmdTimeout: a silent node stops responding and its jobs fail (NODE_FAIL).
+        """A node silent for a third of SlurmdTimeout is flagged not responding; silent for
+        SlurmdTimeout it is DOWN (reason "Not responding") and its jobs have failed.
 
         Walks the nodes only once the earliest deadline has come: a node's last sighting
         only moves forward, so the earliest deadline of the last walk is a lower bound."""
         if now <= self._liveness_due:
             return []
         out: list[Outgoing] = []
-        timeout = self.settings.slurmd_timeout
+        timeout, quiet = self.settings.slurmd_timeout, self._quiet_s()
         due = float("inf")
         for name, node in self.nodes.items():
-            if node.responding and now - self.node_seen.get(name, now) <= timeout:
-                due = min(due, self.node_seen.get(name, now) + timeout)
-            elif node.responding:
+            if node.down and not node.responding:
+                continue  # declared already: only its daemon's word changes that
+            if getattr(node, "reboot", "") == "issued":
+                continue  # rebooting: ResumeTimeout is its deadline (core_nodeadmin.py)
+            seen = self.node_seen.get(name, now)
+            if now - seen > timeout:
+                out.extend(self._node_silent(node, now))
+                continue
+            if now - seen > quiet and node.responding:
                 log.warning("node %s not responding", name)
                 node.responding = False
-                node.reason = node.reason or "Not responding"
-                for job in list(self.jobs.values()):
-                    if name in job.nodes and (job.state == model.RUNNING or job.completing):
-                        out.extend(self._finish(job, job.cancel_state or model.NODE_FAIL, now))
+            due = min(due, seen + (quiet if node.responding else timeout))
         self._liveness_due = due
         return out
+
+    def _node_silent(self, node: Node, now: float) -> list[Outgoing]:
+        """SlurmdTimeout passed without a word from the node: DOWN, and its jobs' runs have
+        failed there (Slurm's "Nodes n1 not responding, setting DOWN")."""
+        log.error("node %s not responding for %.0f s: setting DOWN", node.name, now - self.node_seen.get(node.name, now))
+        node.responding = False
+        if not node.down:
+            node.down = True
+            if not node.reason:
+                node.reason, node.reason_time, node.reason_user = NOT_RESPONDING, now, self.settings.slurm_user
+        self.need_schedule = True
+        out: list[Outgoing] = []
+        for job in list(self.jobs.values()):
+            if node.name in job.nodes and (job.state in (model.RUNNING, model.SUSPENDED) or job.completing):
+                out.extend(self._end_failed_run(job, node.name, now))
+        return out
+
+    def _end_failed_run(self, job: Job, failed: str, now: float) -> list[Outgoing]:
+        """The current run of ``job`` failed with node ``failed``.  A job already on its way
+        out ends as it was going to (a cancel, a time limit; a requeue goes back to the
+        queue); a batch job that may be requeued (--requeue, or JobRequeue=1 without
+        --no-requeue) is, keeping its id, one restart more; any other ends NODE_FAIL.
+        Its other nodes are told to kill that run."""
+        body = dict(self.terminate_body(job), restarts=job.restarts)
+        others = [n for n in job.nodes if n != failed]
+        if job.completing or job.cancel_state:
+            if job.cancel_state == "REQUEUE":  # (its end will not be reported: close its steps)
+                self._close_steps(job, now)
+            out = self._finish(job, job.cancel_state or model.NODE_FAIL, now)
+        elif job.spec.batch and job.spec.requeue:
+            log.info("requeue job %s due to failure of node %s", job.job_id, failed)
+            self._requeue_failed_run(job, now)
+            out = []
+        else:
+            log.info("killing job %s on failed node %s", job.job_id, failed)
+            out = self._finish(job, model.NODE_FAIL, now)
+        return out + [Outgoing(n, "terminate_job", body) for n in others]
+
+    def _requeue_failed_run(self, job: Job, now: float) -> None:
+        """Back to the queue after its node failed, as Slurm 22.05 does (measured,
+        tests/reliability/reference/node_failure): the failed run is kept for sacct -D
+        (``earlier_runs``: NODE_FAIL 0:0, its batch step CANCELLED); the job keeps its id, counts one restart,
+        gets a new SubmitTime, and may not start again for AuthInfo=cred_expire + 1 s
+        (BeginTime), as after scontrol requeue."""
+        self._close_steps(job, now)
+        failed = model.EarlierRun(submit_time=job.submit_time, start_time=job.start_time, end_time=now,
+                                  nodes=list(job.nodes), cpus=list(job.cpus), state=model.NODE_FAIL)
+        self.missing_since.pop(job.job_id, None)
+        count = len(job.earlier_runs)
+        self._requeue(job, now)
+        if len(job.earlier_runs) > count:  # (_requeue kept the run: it is the failed one)
+            job.earlier_runs[-1] = msgspec.structs.replace(job.earlier_runs[-1], state=model.NODE_FAIL)
+        else:
+            job.earlier_runs.append(failed)
+        job.submit_time = now
+        if job.spec.begin_time is None or job.spec.begin_time <= now:
+            # A copy: the tasks of an array share one spec in memory.
+            job.spec = msgspec.structs.replace(job.spec, begin_time=now + self.settings.cred_expire + 1)
+        job.reason = REASON_BEGIN_TIME
+        self._save(job)
+
+
+    def _close_steps(self, job: Job, now: float) -> None:
+        for key in [k for k in self.steps if k[0] == job.job_id]:
+            step = self.steps.pop(key)
+            step.end_time, step.state = now, model.CANCELLED
+            self._save_step(step)
+
+
+NOT_RESPONDING = "Not responding"
+PING_EVERY_S = 2.0  # plurmd's ping interval (nodeagent/daemon.py PING_INTERVAL_S)
+
+
+def _runs_of(value: Any) -> dict[int, int]:
+    """A report's ``runs`` (job id -> run), whatever shape the decoder left the keys in."""
+    runs: dict[int, int] = {}
+    for key, run in (value or {}).items():
+        try:
+            runs[int(key)] = int(run)
+        except (TypeError, ValueError):
+            log.warning("node report: bad run %r -> %r ignored", key, run)
+    return runs

@@ -261,13 +261,15 @@ class Service:
         self.core.reboot_registered(name, msg.boot_time, msg.slurmd_start_time)  # (a reboot it was told of)
 
     def node_ping(self, name: str, msg: protocol.NodePing, now: float) -> None:
-        self._send(self.core.node_ping(name, msg.running_jobs, msg.cpu_load, msg.free_mem, now, msg.unhealthy))
+        self._send(self.core.node_ping(name, msg.running_jobs, msg.cpu_load, msg.free_mem, now, msg.unhealthy,
+                                       msg.runs))
 
     def job_ended(self, name: str, msg: protocol.JobEnded, now: float) -> None:
         self._send(self.core.job_ended(msg.job_id, msg.exit_code, msg.exit_signal, msg.end_time, now,
                                        msg.timed_out, msg.tres_usage_max, msg.tres_usage_ave, msg.launch_failed,
-                                       msg.requeue_held))
-        self._send([Outgoing(name, "job_ended_ack", {"job_id": msg.job_id})])
+                                       msg.requeue_held, msg.restarts, name))
+        # Acknowledged even when ignored (another run's end): the node may forget it.
+        self._send([Outgoing(name, "job_ended_ack", {"job_id": msg.job_id, "restarts": msg.restarts})])
 
     # ------------------------------------------------------------------ priorities and associations
     def priority_factors(self, msg: protocol.PriorityFactorsRequest, priority_type: str,

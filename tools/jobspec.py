@@ -98,8 +98,9 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
         spec["signal"] = {"number": signal["number"], "seconds": signal["warn_seconds"],
                           "batch": bool(signal.get("batch_shell_only")),
                           "reservation": bool(signal.get("on_reservation_end"))}
-    if options.get("no-requeue"):
-        spec["requeue"] = False
+    if options.get("no-requeue") or options.get("requeue"):
+        spec["requeue"] = not options.get("no-requeue")
+        spec["requeue_given"] = True
     open_mode = options.get("open-mode")
     if open_mode:
         spec["open_mode"] = open_mode.get("mode") if isinstance(open_mode, dict) else open_mode

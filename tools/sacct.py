@@ -329,7 +329,8 @@ def select_rows(reply: dict, opts: Options, now: float) -> list[dict[str, str]]:
         jobs = [j for j in jobs if j["job_id"] in whole or j["job_id"] in step_filter]
     for job_id in whole:
         step_filter.pop(job_id, None)
-    jobs = sorted(jobs, key=lambda j: j["job_id"])
+    # As Slurm's: by submit time (a requeued job's is its requeue's), then job id.
+    jobs = sorted(jobs, key=lambda j: (j.get("submit_time") or 0.0, j["job_id"]))
     return sacctfmt.acct_rows(jobs, steps, now, reply.get("cluster", ""), opts.allocations, step_filter,
                               duplicates=opts.duplicates)
 

@@ -349,21 +349,28 @@ def acct_rows(jobs: list[dict], steps: list[dict], now: float, cluster: str, all
             return (1, 0)
         return (2, int(sid)) if sid.isdigit() else (3, 0)
 
-    rows: list[dict[str, str]] = []
+    # Each record with its steps, keyed as Slurm orders them: by submit time (a requeued run's
+    # is the requeue's, so a job's earlier runs come before every later submission).
+    groups: list[tuple[tuple[float, int, int], list[dict[str, str]]]] = []
     for job in jobs:
         wanted_steps = step_filter.get(job["job_id"]) if step_filter else None
+        rows: list[dict[str, str]] = []
+        runs = (job.get("earlier_runs") or []) if duplicates else []
         if wanted_steps is None:
-            for run in (job.get("earlier_runs") or []) if duplicates else []:
+            for k, run in enumerate(runs):
                 earlier = dict(job, state=run.get("state") or "REQUEUED", completing=False, exit_code=0,
                                exit_signal=0, derived_exit_code=0, start_time=run.get("start_time"),
                                end_time=run.get("end_time"), submit_time=run.get("submit_time", 0.0),
                                nodes=run.get("nodes") or [], cpus=run.get("cpus") or [])
-                rows.append(acct_job_row(earlier, now, cluster, def_mem_per_cpu))
+                groups.append(((earlier["submit_time"], job["job_id"], k),
+                               [acct_job_row(earlier, now, cluster, def_mem_per_cpu)]))
             rows.append(acct_job_row(job, now, cluster, def_mem_per_cpu))
-        if allocations:
-            continue
-        for step in sorted(by_job.get(job["job_id"], []), key=step_key):
-            if wanted_steps is not None and step["step_id"] not in wanted_steps:
-                continue
-            rows.append(acct_step_row(step, job, now, cluster))
-    return rows
+        if not allocations:
+            for step in sorted(by_job.get(job["job_id"], []), key=step_key):
+                if wanted_steps is not None and step["step_id"] not in wanted_steps:
+                    continue
+                rows.append(acct_step_row(step, job, now, cluster))
+        groups.append(((job.get("submit_time") or 0.0, job["job_id"], len(runs)), rows))
+    if duplicates:
+        groups.sort(key=lambda group: group[0])
+    return [row for _, rows in groups for row in rows]

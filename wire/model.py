@@ -94,6 +94,7 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     begin_time: float | None = None
     dependency: str | None = None
     requeue: bool = True
+    requeue_given: bool = False  # --requeue or --no-requeue given; else slurm.conf's JobRequeue decides
     work_dir: str = "/"
     command: str | None = None  # the script path, or None (--wrap, stdin)
     script: str | None = None  # batch script text; None for srun/salloc allocations
@@ -132,6 +133,7 @@ class EarlierRun(msgspec.Struct, kw_only=True, omit_defaults=True):
     end_time: float | None = None
     nodes: list[str] = []
     cpus: list[int] = []
+    state: str = "REQUEUED"  # NODE_FAIL: its node failed (core_nodes._requeue_failed_run)
 
 
 class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -249,7 +251,7 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
         """Slurm's base state word, with the flags scontrol appends."""
         if not self.responding and self.boot_time is None:
             base = "UNKNOWN"
-        elif self.down or not self.responding:
+        elif self.down:  # (silent, not yet DOWN: its allocation's state with "*", as Slurm's idle*)
             base = "DOWN"
         elif self.alloc_cpus == 0:
             base = "IDLE"

@@ -163,25 +163,28 @@ def test_a_dependency_on_a_purged_job_reads_the_archive() -> None:
 
 
 def test_silent_nodes_stop_responding_each_time_they_fall_silent() -> None:
-    """SlurmdTimeout, with the node walk skipped until the earliest deadline: a node that
-    comes back and falls silent again is caught again, and its job fails (NODE_FAIL)."""
-    core, service = _core(slurmd_timeout=100)
+    """SlurmdTimeout, with the node walk skipped until the earliest deadline: a node silent
+    for a third of it is flagged not responding, for all of it DOWN and its job fails
+    (NODE_FAIL: --no-requeue); one that comes back (ReturnToService=1) and falls silent
+    again is caught again."""
+    core, service = _core(slurmd_timeout=99, return_to_service=1)
     for name in core.nodes:
         core.node_register(name, {}, T0)
-    job_id = _submit(service, ALICE, T0, nodes_min=1, ntasks=1)
+    job_id = _submit(service, ALICE, T0, nodes_min=1, ntasks=1, requeue=False)
     core.schedule(T0)
     node = core.jobs[job_id].nodes[0]
     other = next(n for n in core.nodes if n != node)
     core.node_ping(other, [], None, None, T0 + 90)
-    assert core.tick(T0 + 100) == [] and core.nodes[node].responding
-    core.tick(T0 + 101)
-    assert not core.nodes[node].responding and core.jobs[job_id].state == model.NODE_FAIL
+    assert core.tick(T0 + 33) == [] and core.nodes[node].responding
+    assert core.tick(T0 + 99) == [] and not core.nodes[node].responding and not core.nodes[node].down
+    core.tick(T0 + 100)
+    assert core.nodes[node].down and core.jobs[job_id].state == model.NODE_FAIL
     assert core.nodes[other].responding  # seen at T0 + 90
-    core.tick(T0 + 191)
-    assert not core.nodes[other].responding
+    core.tick(T0 + 190)
+    assert not core.nodes[other].responding and core.nodes[other].down
     core.node_ping(other, [], None, None, T0 + 500)  # back
-    assert core.nodes[other].responding
+    assert core.nodes[other].responding and not core.nodes[other].down
+    core.tick(T0 + 599)
+    assert not core.nodes[other].responding and not core.nodes[other].down
     core.tick(T0 + 600)
-    assert core.nodes[other].responding
-    core.tick(T0 + 601)
-    assert not core.nodes[other].responding
+    assert core.nodes[other].down
