@@ -5,8 +5,8 @@ does, after Slurm 22.05's slurmctld (the node_mgr.c behaviour as documented and 
 
 - **DRAIN** takes no new jobs; the node's jobs run to their end (sinfo ``drng`` while they
   run, ``drain`` after: the base state comes from the allocations, the flag from here).
-- **DOWN** ends the node's jobs as a node failure does: NODE_FAIL, their other nodes told to
-  kill them.  **RESUME** clears DOWN, DRAIN and the reason, and is refused ("Invalid node
+- **DOWN** ends the node's jobs as a node failure does (requeued when they may be, else
+  NODE_FAIL), and the node and their other nodes are told to kill them.  **RESUME** clears DOWN, DRAIN and the reason, and is refused ("Invalid node
   state specified") for a node that is neither.  **IDLE** does the same without refusing;
   **UNDRAIN** clears the drain only.  Both DRAIN and DOWN need a reason.
 - **reboot**: the node is marked REBOOT_REQUESTED; ``ASAP`` drains it too (reason "Reboot
@@ -54,6 +54,9 @@ SAVED_FIELDS: dict[str, tuple[type, ...]] = {
 class NodeAdmin:
     node_admin_dirty: bool = True  # something may have changed what take_node_admin gives
     _node_admin_saved: str | None = None  # what it gave last
+    # ResumeTimeout counts from here too: a core restored with reboots issued gives their
+    # nodes a whole ResumeTimeout to register (the reboot may have ended while it was down).
+    _reboots_restored_at: float = 0.0
 
     if TYPE_CHECKING:  # provided by ClusterCore
         jobs: dict[int, Job]
@@ -64,40 +67,47 @@ class NodeAdmin:
 
         def _at(self, now: float) -> None: ...
         def terminate_body(self, job: Job) -> dict[str, Any]: ...
+        def _end_failed_run(self, job: Job, failed: str, now: float) -> list[Outgoing]: ...
         def _finish(self, job: Job, state: str, end: float, exit_code: int = 0,
                     exit_signal: int = 0) -> list[Outgoing]: ...
 
     # ------------------------------------------------------------------ scontrol update
     def update_nodes(self, names: list[str], state: str | None, reason: str | None, who: Identity,
                      now: float) -> list[Outgoing]:
-        """``scontrol update NodeName=<names> [State=...] [Reason=...]``.  As slurmctld, the
-        nodes are done in order and the first unknown one stops the request (the ones
-        before it are changed)."""
+        """``scontrol update NodeName=<names> [State=...] [Reason=...]``.  An unknown name
+        refuses the whole request (slurmctld changes the nodes before it: here nothing is
+        half done).  A node whose state refuses the change (RESUME of a node in service,
+        CANCEL_REBOOT without a reboot pending) is left as it is, the others are changed, and
+        the request answers that refusal."""
         self._at(now)
         upper = (state or "").upper()
         if upper and upper not in STATES:
             raise RequestError(*INVALID_STATE)
         if upper in ("DRAIN", "DOWN") and not reason:
             raise RequestError(*REASON_NEEDED)
-        out: list[Outgoing] = []
+        unknown = [name for name in names if name not in self.nodes]
+        if unknown:
+            log.info("update_node: node %s does not exist", unknown[0])
+            raise RequestError(*INVALID_NODE)
+        refusal: RequestError | None = None
         for name in names:
-            node = self.nodes.get(name)
-            if node is None:
-                log.info("update_node: node %s does not exist", name)
-                raise RequestError(*INVALID_NODE)
-            out.extend(self._update_one(node, upper, reason, who, now))
+            try:
+                self._update_one(self.nodes[name], upper, reason, who, now)
+            except RequestError as exc:  # (RESUME and CANCEL_REBOOT only: they send nothing)
+                refusal = refusal or exc
         self.need_schedule = True
+        self.node_admin_dirty = True
+        out = self._end_jobs_of_down_nodes(set(names), now) if upper == "DOWN" else []
+        if refusal is not None:
+            raise refusal
         return out
 
-    def _update_one(self, node: Node, state: str, reason: str | None, who: Identity,
-                    now: float) -> list[Outgoing]:
-        out: list[Outgoing] = []
+    def _update_one(self, node: Node, state: str, reason: str | None, who: Identity, now: float) -> None:
         if state == "DRAIN":
             node.drain = True
             node.reboot_drained = False  # an administrator's drain now, not the reboot's
         elif state == "DOWN":
             node.down = True
-            out = self._end_jobs_of_down_node(node, now)
         elif state == "RESUME":
             if not (node.down or node.drain or not node.responding and node.boot_time is not None):
                 log.info("update_node: node %s is not down or drained: RESUME refused", node.name)
@@ -115,7 +125,6 @@ class NodeAdmin:
             self._set_reason(node, reason, who.user, now)
         log.info("update_node: node %s state %s%s", node.name, node.state,
                  f" reason {node.reason!r}" if node.reason else "")
-        return out
 
     @staticmethod
     def _set_reason(node: Node, reason: str, user: str, now: float) -> None:
@@ -128,17 +137,22 @@ class NodeAdmin:
         node.down = node.drain = node.reboot_drained = False
         node.reason = node.reason_time = node.reason_user = None
 
-    def _end_jobs_of_down_node(self, node: Node, now: float) -> list[Outgoing]:
-        """A node set DOWN: its jobs end as NODE_FAIL (an explicit cancel's state wins), and
-        every node of theirs is told to kill what is left (this node too: it may be alive)."""
+    def _end_jobs_of_down_nodes(self, down: set[str], now: float) -> list[Outgoing]:
+        """Nodes set DOWN: their jobs' current runs have failed with them, as when a node stops
+        responding (core_nodes.py ``_end_failed_run``: a batch job that may be requeued goes
+        back to the queue, any other ends NODE_FAIL, its other nodes kill the run); unlike a
+        silent node a node set DOWN may be alive, so it is told to kill that run too."""
         out: list[Outgoing] = []
         for job in list(self.jobs.values()):
-            if node.name not in job.nodes or not (job.state in (model.RUNNING, model.SUSPENDED) or job.completing):
+            if not (job.state in (model.RUNNING, model.SUSPENDED) or job.completing):
                 continue
-            log.warning("job %s: node %s set DOWN: NODE_FAIL", job.job_id, node.name)
-            body = self.terminate_body(job)
-            out.extend(self._finish(job, job.cancel_state or model.NODE_FAIL, now))
-            out.extend(Outgoing(n, "terminate_job", body) for n in job.nodes)
+            failed = [n for n in job.nodes if n in down]
+            if not failed:
+                continue
+            log.warning("job %s: node %s set DOWN by an administrator", job.job_id, ",".join(failed))
+            body = dict(self.terminate_body(job), restarts=job.restarts)
+            out.extend(self._end_failed_run(job, failed[0], now))
+            out.extend(Outgoing(n, "terminate_job", body) for n in failed)
         return out
 
     # ------------------------------------------------------------------ reboot
@@ -202,7 +216,8 @@ class NodeAdmin:
                 node.reboot, node.reboot_time = "issued", now
                 log.info("node %s is idle: reboot issued", name)
                 out.append(Outgoing(name, "reboot_node", {"reason": node.reason or ""}))
-            elif node.reboot == "issued" and node.reboot_time is not None and now - node.reboot_time > timeout:
+            elif (node.reboot == "issued" and node.reboot_time is not None
+                  and now - max(node.reboot_time, self._reboots_restored_at) > timeout):
                 log.warning("node %s did not come back within ResumeTimeout (%.0f s): DOWN", name, timeout)
                 node.reboot, node.reboot_next, node.reboot_drained = "", "", False
                 node.down = True
@@ -253,11 +268,12 @@ class NodeAdmin:
         self._node_admin_saved = text
         return text
 
-    def restore_node_admin(self, text: str | None) -> None:
+    def restore_node_admin(self, text: str | None, now: float) -> None:
         """Put back what ``take_node_admin`` gave (a node no longer in slurm.conf, or a record
         that does not have the right shape, is logged and left out)."""
         if not text:
             return
+        self._reboots_restored_at = now
         try:
             saved = json.loads(text)
         except ValueError as exc:

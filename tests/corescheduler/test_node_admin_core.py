@@ -75,30 +75,39 @@ def test_reason_and_state_are_checked() -> None:
         _update(service, ["n1"], "ALLOCATED")
     with pytest.raises(RequestError, match="Invalid node name specified"):
         _update(service, ["n1", "nosuch", "n2"], "DRAIN", "x")
-    # As slurmctld: the nodes before the unknown one are changed, the ones after it are not.
-    assert core.nodes["n1"].drain and not core.nodes["n2"].drain
+    assert not core.nodes["n1"].drain and not core.nodes["n2"].drain  # nothing half done
+    _update(service, ["n1"], "DRAIN", "x")
     with pytest.raises(RequestError, match="Invalid node state specified"):
         _update(service, ["n3"], "RESUME")  # neither down nor drained
+    _update(service, ["n2"], "DOWN", "y")
+    with pytest.raises(RequestError, match="Invalid node state specified"):
+        _update(service, ["n2", "n3"], "RESUME")  # n2 resumed all the same
+    assert core.nodes["n2"].state == "IDLE"
     _update(service, ["n3"], "IDLE")  # IDLE asks nothing of the node's state
     with pytest.raises(RequestError, match="Invalid user id"):
         _update(service, ["n1"], "RESUME", who=ALICE)
     assert core.nodes["n1"].drain
 
 
-def test_down_ends_the_nodes_jobs_as_node_fail() -> None:
+def test_down_ends_the_nodes_jobs_as_node_fail_or_requeues_them() -> None:
     core, service = _core()
-    job = _run(core, service, T0, nodes_min=2, nodes_max=2, ntasks=2)
+    job = _run(core, service, T0, nodes_min=2, nodes_max=2, ntasks=2, requeue=False, requeue_given=True)
     assert job.state == model.RUNNING and len(job.nodes) == 2
     service.take_messages()
     _update(service, [job.nodes[1]], "DOWN", "bad disk", now=T0 + 1)
     assert job.state == model.NODE_FAIL and job.end_time == T0 + 1
     kills = sorted(m.node for m in service.take_messages() if m.msg_type == "terminate_job")
-    assert kills == sorted(job.nodes)
+    assert kills == sorted(job.nodes)  # the DOWN node too: it may be alive
     down = core.nodes[job.nodes[1]]
     assert down.state == "DOWN" and down.reason == "bad disk"
     assert core.nodes[job.nodes[0]].state == "IDLE"
     _update(service, [down.name], "RESUME", now=T0 + 2)
     assert down.state == "IDLE" and down.reason is None
+    # A batch job that may be requeued goes back to the queue, one restart more.
+    again = _run(core, service, T0 + 3, req_nodes=["n3"], requeue=True, requeue_given=True)
+    assert again.state == model.RUNNING
+    _update(service, ["n3"], "DOWN", "psu", now=T0 + 4)
+    assert again.state == model.PENDING and again.restarts == 1
 
 
 def _reboot(service: Service, nodes: list[str], asap: bool = False, next_state: str = "",
@@ -205,9 +214,11 @@ def test_node_admin_state_survives_a_new_core_and_bad_records_are_left_out() -> 
     core.tick(T0 + 3)
     assert core.take_node_admin() is None  # (looked again: still the same)
     fresh, fresh_service = _core()
-    fresh.restore_node_admin(saved)
+    fresh.restore_node_admin(saved, T0 + 100)
     assert fresh.nodes["n1"].state == "IDLE+DRAIN" and fresh.nodes["n1"].reason_user == "root"
     assert fresh.nodes["n2"].reboot == "issued" and fresh.nodes["n2"].reason == "Reboot ASAP"
+    fresh.tick(T0 + 150)  # past ResumeTimeout since the reboot, not since the restore
+    assert fresh.nodes["n2"].reboot == "issued"
     # the reboot goes on in the new core: done when the node registers with a later start
     fresh_service.node_register("n2", protocol.NodeRegister(node="n2", cpus=4, real_memory=4000, boot_time=1.0,
                                                             slurmd_start_time=T0 + 4), T0 + 5)
@@ -217,8 +228,8 @@ def test_node_admin_state_survives_a_new_core_and_bad_records_are_left_out() -> 
     bad = json.loads(saved)
     bad["n1"]["drain"] = "yes"
     bad["n9"] = bad["n2"]
-    other.restore_node_admin(json.dumps(bad))
+    other.restore_node_admin(json.dumps(bad), T0)
     assert not other.nodes["n1"].drain and other.nodes["n2"].reboot == "issued"
     for text in ("{", "[1, 2]", json.dumps({"n1": {"drain": True}}), None, ""):
-        other.restore_node_admin(text)
+        other.restore_node_admin(text, T0)
     assert not other.nodes["n1"].drain

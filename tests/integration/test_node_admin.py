@@ -69,7 +69,7 @@ def test_drain_down_resume_and_their_refusals(fresh_cluster: Cluster, tmp_path: 
     assert (unknown.returncode, unknown.stderr) == (1, "slurm_update error: Invalid node name specified\n")
     no_reason = c.run("scontrol", "update", "nodename=n2", "state=down")
     assert no_reason.returncode == 1 and "You must specify a reason" in no_reason.stderr
-    c.run("scontrol", "update", "nodename=n2", "state=undrain", check=True)  # (n2 was drained above: n[2-9])
+    assert _sinfo(c, "-n", "n2", "-o", "%t") == "idle\n"  # (n[2-9]: refused whole, n2 not drained)
     # Resume: the waiting job starts.
     c.run("scontrol", "update", "nodename=n1", "state=resume", check=True)
     c.wait_state(second, "COMPLETED")
