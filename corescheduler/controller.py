@@ -143,7 +143,7 @@ class Controller(FailoverShell):
             next_job_id=int(next_id) if next_id else None, now=now,
             slurm_user=self.directory.cluster_identity().user)
         self._seed_archive(self.core.dependencies.referenced_ids())
-        self.core.restore_node_admin(self.store.get_meta("node_admin"))
+        self.core.restore_node_admin(self.store.get_meta("node_admin"), now)
         self.service = Service(self.core)
 
     # ------------------------------------------------------------------ applying decisions
@@ -444,7 +444,12 @@ class Controller(FailoverShell):
         except (ConfError, OSError) as exc:
             log.error("reconfigure refused: %s", exc)
             raise RequestError(str(exc), "ConfigError") from None
-        changed = self.service.reconfigure(reconfig_parts(conf, self.core.settings.slurm_user), who, time.time())
+        try:
+            parts = reconfig_parts(conf, self.core.settings.slurm_user)
+        except Exception as exc:  # a plugin slurm.conf names that cannot be had: the file's fault
+            log.error("reconfigure refused: %s", exc)
+            raise RequestError(f"{self.conf_path}: {exc}", "ConfigError") from None
+        changed = self.service.reconfigure(parts, who, time.time())
         self.conf = conf
         for warning in conf.warnings:
             log.warning("%s", warning)

@@ -199,13 +199,10 @@ class LocalCluster:
     def controllers(self) -> list[tuple[str, list[str]]]:
         """(pid file name, extra arguments) of each controller slurm.conf names: plurmctld alone,
         or plurmctld --host ctl1, plurmctld-ctl2 --host ctl2, ..."""
-        from plurm.grammar.slurmconf import load_slurm_conf
-
-        endpoints = load_slurm_conf(self.conf_path).slurmctld_endpoints
-        if len(endpoints) == 1:
+        names = read_settings(self.conf_path).host_names  # the light scan: no grammar on this path
+        if len(names) == 1:
             return [("plurmctld", [])]
-        return [("plurmctld" if i == 0 else f"plurmctld-{name}", ["--host", name])
-                for i, (name, _addr) in enumerate(endpoints)]
+        return [("plurmctld" if i == 0 else f"plurmctld-{name}", ["--host", name]) for i, name in enumerate(names)]
 
     def wait_ready(self, names: list[str], timeout: float) -> None:
         deadline = time.monotonic() + timeout
