@@ -56,6 +56,9 @@ BATCH_LIMIT = 512
 TICK_S = 0.5
 # Messages only these senders may send (node daemons reporting).
 NODE_MESSAGES = frozenset({"node_register", "node_ping", "job_ended"})
+# slurm.conf keys a reconfigure does not apply (Slurm asks for the daemons' restart too).
+RESTART_KEYS = ("SlurmctldHost", "SlurmctldPort", "SlurmdPort", "AuthType", "StateSaveLocation",
+                "SlurmUser", "ClusterName")
 # Messages anyone may send, even a uid the user database does not know.
 OPEN_MESSAGES = frozenset({"ping", "config"})
 
@@ -450,6 +453,10 @@ class Controller(FailoverShell):
             log.error("reconfigure refused: %s", exc)
             raise RequestError(f"{self.conf_path}: {exc}", "ConfigError") from None
         changed = self.service.reconfigure(parts, who, time.time())
+        for key in RESTART_KEYS:  # (bound or opened at start: a restart applies them)
+            if self.conf.get(key) != conf.get(key):
+                log.warning("reconfigure: %s changed (%s -> %s): takes effect when plurmctld restarts", key,
+                            self.conf.get(key), conf.get(key))
         self.conf = conf
         for warning in conf.warnings:
             log.warning("%s", warning)

@@ -4,8 +4,8 @@ A mixin of ``ClusterCore``, pure: the controller parses slurm.conf and builds th
 (configure.py's ``reconfig_parts``); this module checks that the running jobs still fit and
 then swaps them in at once, or refuses and changes nothing.
 
-What changes: the nodes' configuration (CPUs, memory, Weight, Features, Gres, address and
-port), the partitions and their limits, the settings (KillWait, SlurmdTimeout, MinJobAge,
+What changes: the nodes' configuration (CPUs, memory, Weight, Features, Gres; not their
+address and port, which need the daemons restarted), the partitions and their limits, the settings (KillWait, SlurmdTimeout, MinJobAge,
 DefMemPerCPU, ResumeTimeout, PrivateData, SchedulerParameters, ...) and the priority and
 preemption policies.  What stays: every job, each node's run-time state (responding, DOWN,
 DRAIN and its reason, a pending reboot), the next job id, the ClusterName.  As Slurm 22.05,
@@ -30,9 +30,12 @@ from plurm.wire.model import Job, Node, Partition
 
 log = logging.getLogger("plurmctld")
 
-# What slurm.conf says about a node; the rest of a Node record is its run-time state.
-CONFIG_FIELDS = ("addr", "hostname", "port", "cpus", "sockets", "cores_per_socket", "threads_per_core",
-                 "boards", "real_memory", "tmp_disk", "weight", "features", "gres")
+# What slurm.conf says about a node that a reconfigure applies; the rest of a Node record is
+# its run-time state.  Its address and port stay until the daemons restart (plurmd keeps
+# listening where it bound, as slurmd: Slurm asks for a restart when they change).
+CONFIG_FIELDS = ("cpus", "sockets", "cores_per_socket", "threads_per_core", "boards", "real_memory",
+                 "tmp_disk", "weight", "features", "gres")
+RESTART_FIELDS = ("addr", "hostname", "port")
 
 
 class NodeReconfig:
@@ -93,6 +96,10 @@ class NodeReconfig:
                 raise RequestError(f"node {node.name} would be smaller than its running jobs (CPUs "
                                    f"{node.alloc_cpus}/{node.cpus}, memory {node.alloc_mem}/{node.real_memory})",
                                    "ReconfigJobs")
+        for name in fresh:
+            moved = [f for f in RESTART_FIELDS if getattr(nodes[name], f) != getattr(self.nodes[name], f)]
+            if moved:
+                log.warning("reconfigure: node %s %s changed: kept until the daemons restart", name, "/".join(moved))
         changed = self._changes(fresh, partitions, settings)
         # Commit: the same dicts (others hold them), new contents.
         self.nodes.clear()
