@@ -12,8 +12,9 @@ small ``/bin/sh`` wrapper (paths are its positional arguments, never part of its
 text) that opens the files, changes directory (to /tmp, as slurmstepd does, when
 it cannot), runs the TaskProlog, and execs the script, so the kernel honours its
 ``#!`` line, in a session of its own (its process group is what cancel and time
-limits signal) with SLURM_TASK_PID its own pid.  A file that cannot be opened
-fails the launch (LaunchError).  Steps run under ``python -m
+limits signal) with SLURM_TASK_PID its own pid.  The wrapper is the child of the
+run's supervisor (supervisor.py, forked by plurmd), not of plurmd: it outlives plurmd.
+A file that cannot be opened fails the launch (LaunchError).  Steps run under ``python -m
 plurm.nodeagent.stepd`` (as plurmd's user, like slurmstepd), which starts each
 task through the same wrapper as the owner.
 """
@@ -33,7 +34,7 @@ from typing import Any
 
 from plurm.wire import protocol
 from plurm.common import environment
-from plurm.nodeagent import filenames
+from plurm.nodeagent import filenames, supervisor
 from plurm.nodeagent.prolog import TASK_PROLOG_SH
 
 UNKNOWN_USER = "User not found on host"  # Slurm's text for a uid the node does not know
@@ -198,12 +199,40 @@ def _open_failure(said: str, paths: dict[str, str]) -> str | None:
     return None
 
 
+class Child:
+    """A process this plurmd forked (a run's supervisor), reaped as Popen reaps its own."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: it has ended all the same
+                self.returncode = -1
+                return self.returncode
+            if done:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"process {self.pid} still runs after {timeout} s")
+            time.sleep(0.01)
+        assert self.returncode is not None
+        return self.returncode
+
+
 @dataclass
 class BatchStart:
     """A batch script that started: its supervisor (our child until plurmd restarts) and
     the job's process group."""
 
-    supervisor: subprocess.Popen
+    supervisor: Child
     pgid: int
     run_dir: str
 
@@ -236,25 +265,22 @@ def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict
     argv = ["/bin/sh", "-c", BATCH_SH, "slurmstepd", msg.work_dir, in_path, out_path,
             "" if err_path == out_path else err_path, mode, task_prolog or "", script_path, *msg.args]
     payload = {"argv": argv, "env": env, "popen": owner.popen_kwargs(), "run_dir": run_dir, "wait_s": OPEN_WAIT_S}
-    with open(os.path.join(run_dir, "supervisor.log"), "ab") as log_file:
-        supervisor = subprocess.Popen([sys.executable, "-m", "plurm.nodeagent.supervisor"], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=log_file, cwd=run_dir,
-                                      env=_daemon_environment(), start_new_session=True, close_fds=True)
-    assert supervisor.stdin is not None and supervisor.stdout is not None
-    supervisor.stdin.write(json.dumps(payload).encode())
-    supervisor.stdin.close()
-    replies = _replies(supervisor.stdout.fileno(), OPEN_WAIT_S + 30.0)
-    supervisor.stdout.close()
+    pid, answers = supervisor.start(payload)
+    try:
+        replies = _replies(answers, OPEN_WAIT_S + 30.0)
+    finally:
+        os.close(answers)
+    child = Child(pid)
     if not replies or "pid" not in replies[0]:
-        supervisor.wait()
+        child.wait()
         why = replies[0].get("error") if replies else None
         raise LaunchError(str(why or "the job's supervisor did not start"))
     said = str(replies[1].get("said", "")) if len(replies) > 1 else ""
     failure = _open_failure(said, {"stdin": in_path, "stdout": out_path, "stderr": err_path})
     if failure is not None:
-        supervisor.wait()
+        child.wait()
         raise LaunchError(failure)
-    return BatchStart(supervisor, int(replies[0]["pid"]), run_dir)
+    return BatchStart(child, int(replies[0]["pid"]), run_dir)
 
 
 def _daemon_environment() -> dict[str, str]:

@@ -1,16 +1,17 @@
 """The batch script's supervisor: the part of Slurm's slurmstepd that holds a batch job.
 
-plurmd starts one per batch run (``python -m plurm.nodeagent.supervisor``), in a session
-of its own, with a JSON payload on stdin: the job shell's argv and environment, whom it
-runs as (subprocess's user/group/extra_groups/umask), the run's spool directory, and how
-long to wait for the shell to open the job's files.  It
+plurmd forks one per batch run (no new interpreter: a launch costs a fork, not a Python
+start-up), which leaves plurmd's session and drops every descriptor plurmd holds (its
+sockets, the node's port above all, must not outlive it here).  Given the job shell's argv
+and environment, whom it runs as (subprocess's user/group/extra_groups/umask), the run's
+spool directory, and how long to wait for the shell to open the job's files, it
 
 1. starts the job's shell in another session: that process group is what cancel, signals
    and time limits hit, and this process is outside it, so that a SIGKILL of the job
    never takes away the one that records how it ended;
-2. writes ``procs.json`` (its pid and start time, the job's group) and tells plurmd on
-   its stdout, one JSON line each, the shell's pid, then what the shell said before its
-   files were open (launch.py reads a failure in it);
+2. writes ``procs.json`` (its pid and start time, the job's group) and tells plurmd on a
+   pipe, one JSON line each, the shell's pid, then what the shell said before its files
+   were open (launch.py reads a failure in it);
 3. waits for the shell, SIGKILLs what is left of its group (backgrounded processes go
    with the script, as before), writes ``status.json`` atomically and exits.
 
@@ -18,7 +19,8 @@ plurmd learns of the end from that file and need not be this process's parent: a
 killed with -9, or stopped for an upgrade, leaves the job running, and the next one
 adopts it from the spool (nodeagent/jobstate.py).  SIGTERM, SIGINT and SIGHUP are
 ignored here (a handler that does nothing: exec resets it, so the job still gets them).
-Only the standard library and jobstate are imported: this starts once per job.
+The forked child never logs, never touches plurmd's ZeroMQ objects, and leaves by
+``os._exit``: nothing of plurmd's state (its threads' locks, its sockets) is used.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
+import traceback
 
 from plurm.nodeagent import jobstate
 
@@ -67,11 +69,46 @@ def _read_until_closed(fd: int, wait_s: float) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-def main() -> int:
-    payload = json.loads(sys.stdin.buffer.read())
-    run_dir: str = payload["run_dir"]
+def start(payload: dict) -> tuple[int, int]:
+    """Fork the supervisor of one run: (its pid, the read end of the pipe it answers on)."""
+    read_end, write_end = os.pipe()
+    log_fd = os.open(os.path.join(payload["run_dir"], "supervisor.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                     0o600)
+    pid = os.fork()
+    if pid == 0:  # the supervisor
+        status = 1
+        try:
+            os.close(read_end)
+            _detach(write_end, log_fd)
+            status = _supervise(payload)
+        except BaseException:
+            try:
+                os.write(2, traceback.format_exc().encode())
+            except OSError:
+                pass
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    os.close(log_fd)
+    return pid, read_end
+
+
+def _detach(answers: int, log_fd: int) -> None:
+    """Out of plurmd's session, with plurmd's signal handling and descriptors left behind."""
+    os.setsid()
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, _ignored)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(answers, 1)
+    os.dup2(log_fd, 2)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+
+
+def _supervise(payload: dict) -> int:
+    run_dir: str = payload["run_dir"]
     read_end, write_end = os.pipe()
     try:
         shell = subprocess.Popen(payload["argv"], cwd="/", env=payload["env"], stdin=subprocess.DEVNULL,
@@ -87,9 +124,8 @@ def main() -> int:
                         {"pid": me, "ticks": jobstate.start_ticks(me), "pgid": shell.pid})
     _say({"pid": shell.pid})
     _say({"said": _read_until_closed(read_end, float(payload.get("wait_s", 10.0)))})
-    # plurmd has what it needs from our stdio; it may go away from now on.
+    # plurmd has what it needs from our pipe; it may go away from now on.
     devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     os.close(devnull)
     status = shell.wait()
@@ -99,7 +135,3 @@ def main() -> int:
         pass
     jobstate.write_json(os.path.join(run_dir, "status.json"), {"status": status, "end_time": time.time()})
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from plurm.nodeagent import jobstate
+from plurm.nodeagent.launch import Child
 from plurm.nodeagent.jobstate import ProcRef, RunRecord, StepRecord
 
 log = logging.getLogger("plurmd")
@@ -30,7 +31,7 @@ class RunningJob:
     run_dir: str
     pgid: int  # the job's process group: what signals and kills hit
     supervisor: ProcRef
-    child: subprocess.Popen | None = None  # the supervisor, while it is our child
+    child: Child | None = None  # the supervisor, while it is our child
     gpus: list[int] = field(default_factory=list)  # this node's gpu units of the job
     kill_at: float | None = None  # wall clock: SIGKILL then (KillWait after a terminate)
 
