@@ -80,6 +80,7 @@ class NodeDaemon:
         self.jobs: dict[tuple[int, int], RunningJob] = {}  # (job id, run) -> the batch script's run
         self.steps: dict[tuple[int, int], RunningStep] = {}  # (job id, step id) -> its plurmstepd
         self.unacked: dict[tuple[int, int], dict[str, Any]] = {}  # (job id, run) -> its end report
+        self.exiting: list[launch.Child] = []  # supervisors done with their job, not yet reaped
         self.replays = envelope.ReplayGuard()
         self.ctx = zmq.Context()
         routing_id = b"node:" + node_name.encode() + b":" + os.urandom(8).hex().encode()
@@ -499,6 +500,8 @@ class NodeDaemon:
                 jobstate.kill_group(job.pgid, signal.SIGKILL)
                 status = (-signal.SIGKILL, now)
             del self.jobs[key]
+            if job.child is not None and job.child.poll() is None:
+                self.exiting.append(job.child)  # it writes the status, then exits: reaped soon
             code, end_time = status
             exit_code, exit_signal = (0, -code) if code < 0 else (code, 0)
             log.info("job %s ended: exit %s signal %s", job.job_id, exit_code, exit_signal)
@@ -509,6 +512,7 @@ class NodeDaemon:
             if not any(other.job_id == job.job_id for other in self.jobs.values()):  # (not for an old copy)
                 NodeScripts.of(self).run_epilog(job.job_id, self.name, self.conf_path)
             self.report_end(job.job_id, job.restarts, exit_code, exit_signal, end_time=end_time)
+        self.exiting = [child for child in self.exiting if child.poll() is None]
         for key, step in list(self.steps.items()):
             if not step.alive():
                 del self.steps[key]

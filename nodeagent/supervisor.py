@@ -96,6 +96,11 @@ def start(payload: dict) -> tuple[int, int]:
 def _detach(answers: int, log_fd: int) -> None:
     """Out of plurmd's session, with plurmd's signal handling and descriptors left behind."""
     os.setsid()
+    try:  # `ps -o comm`, top, pgrep: a supervisor, not a second plurmd (its cmdline stays plurmd's)
+        with open("/proc/self/comm", "w") as comm:
+            comm.write("plurmsupervisor")  # (15 characters: the kernel keeps no more)
+    except OSError:
+        pass
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
