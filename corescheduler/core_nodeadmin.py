@@ -232,14 +232,16 @@ class NodeAdmin:
                 busy.update(job.nodes)
         return busy
 
-    def reboot_registered(self, name: str, boot_time: float | None, start_time: float | None) -> None:
+    def reboot_registered(self, name: str, boot_time: float | None, start_time: float | None) -> list[Outgoing]:
         """A node registered: if it was told to reboot and has started since, the reboot is
-        done and the node takes its NextState."""
+        done and the node takes its NextState.  If it has not (the same daemon registering
+        again, to a restarted controller that may never have sent the word), it is told again."""
         node = self.nodes.get(name)
         if node is None or node.reboot != "issued" or node.reboot_time is None:
-            return
+            return []
         if max(boot_time or 0.0, start_time or 0.0) <= node.reboot_time:
-            return  # the same daemon registering again (a controller restart): still rebooting
+            log.info("node %s registered without having rebooted: reboot issued again", name)
+            return [Outgoing(name, "reboot_node", {"reason": node.reason or ""})]
         next_state, drained = node.reboot_next, node.reboot_drained
         node.reboot, node.reboot_next, node.reboot_time, node.reboot_drained = "", "", None, False
         self.reboot_pending.discard(name)
@@ -254,6 +256,7 @@ class NodeAdmin:
             self._back_in_service(node)
         log.info("node %s rebooted: state %s", name, node.state)
         self.need_schedule = True
+        return []
 
     # ------------------------------------------------------------------ across restarts
     def take_node_admin(self) -> str | None:

@@ -258,7 +258,7 @@ class Service:
 
     def node_register(self, name: str, msg: protocol.NodeRegister, now: float) -> None:
         self._send(self.core.node_register(name, protocol.to_builtins(msg), now))
-        self.core.reboot_registered(name, msg.boot_time, msg.slurmd_start_time)  # (a reboot it was told of)
+        self._send(self.core.reboot_registered(name, msg.boot_time, msg.slurmd_start_time))  # (scontrol reboot)
 
     def node_ping(self, name: str, msg: protocol.NodePing, now: float) -> None:
         self._send(self.core.node_ping(name, msg.running_jobs, msg.cpu_load, msg.free_mem, now, msg.unhealthy,

@@ -129,10 +129,12 @@ def test_reboot_asap_drains_until_idle_then_reboots_and_resumes() -> None:
     out = core.tick(T0 + 4)
     assert [(m.node, m.msg_type) for m in out] == [("n1", "reboot_node")]
     assert n1.state == "IDLE+DRAIN+REBOOT_ISSUED"
-    # The same daemon registering again (not rebooted) leaves it rebooting.
+    # The same daemon registering again (not rebooted) leaves it rebooting, and is told again.
+    service.take_messages()
     service.node_register("n1", protocol.NodeRegister(node="n1", cpus=4, real_memory=4000, boot_time=1.0,
                                                       slurmd_start_time=2.0), T0 + 5)
     assert n1.reboot == "issued"
+    assert [(m.node, m.msg_type) for m in service.take_messages()] == [("n1", "reboot_node")]
     service.node_register("n1", protocol.NodeRegister(node="n1", cpus=4, real_memory=4000, boot_time=1.0,
                                                       slurmd_start_time=T0 + 5.5), T0 + 6)
     assert n1.state == "IDLE" and n1.reason is None and not core.reboot_pending
