@@ -12,6 +12,10 @@ two nodes, SlurmctldTimeout=T (default 5 s).  Each round, with a job running:
 * every ``--stop-every``-th round, **SIGSTOP** instead of kill -9: the session stays, so the
   standby waits for the lease to expire (about T); then SIGCONT, the old primary is fenced.
 
+``--chaos S``: instead, for S seconds, kill -9 whichever controller is active every 1.5-4 s and
+start it again 0-2 s later, while a thread submits jobs in a loop; then every job whose sbatch
+printed an id must complete, and no id may be handed out twice.
+
 Prints ``name value unit`` lines (median and max over the rounds).  Needs root (the private
 PostgreSQL runs as the user plurmpg).  Run: ``python tests/bench/failover_bench.py [--rounds N]``.
 """
@@ -48,11 +52,59 @@ def _until(predicate, limit: float = 120.0) -> float:
     return time.monotonic() - started
 
 
+def _chaos(c: Cluster, workdir: Path, seconds: float) -> int:
+    import random
+    import threading
+
+    accepted: list[int] = []
+    refused: list[str] = []
+    done = threading.Event()
+
+    def submit() -> None:
+        while not done.is_set():
+            proc = c.run("sbatch", "--parsable", "--wrap", "sleep 0.5", cwd=workdir)
+            if proc.returncode == 0:
+                accepted.append(int(proc.stdout.strip().split(";")[0]))
+            else:
+                refused.append(proc.stderr.strip())
+
+    thread = threading.Thread(target=submit)
+    thread.start()
+    kills = 0
+    end = time.monotonic() + seconds
+    try:
+        while time.monotonic() < end:
+            time.sleep(random.uniform(1.5, 4.0))
+            os.kill(pid(c, "plurmctld" if active(c, PRIMARY) else "plurmctld-ctl2"), signal.SIGKILL)
+            kills += 1
+            time.sleep(random.uniform(0.0, 2.0))
+            c.up()
+    finally:
+        done.set()
+        thread.join()
+    lost = []
+    for job_id in accepted:
+        try:
+            c.wait_state(job_id, "COMPLETED", timeout=120)
+        except AssertionError:
+            lost.append(job_id)
+    print(f"chaos_seconds {seconds:.0f} s")
+    print(f"chaos_kills {kills} n")
+    print(f"chaos_accepted {len(accepted)} n")
+    print(f"chaos_refused {len(refused)} n")
+    print(f"chaos_not_completed {len(lost)} n")
+    print(f"chaos_duplicate_ids {len(accepted) - len(set(accepted))} n")
+    for line in sorted(set(refused)):
+        print(f"# refused: {line}", file=sys.stderr)
+    return 1 if lost or len(accepted) != len(set(accepted)) else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--timeout", type=int, default=5, help="SlurmctldTimeout (s)")
     parser.add_argument("--stop-every", type=int, default=3, help="every Nth round is a SIGSTOP (0: none)")
+    parser.add_argument("--chaos", type=float, default=0.0, help="seconds of random kill -9 under load instead")
     args = parser.parse_args()
     pg = start_postgres()
     base = Path(tempfile.mkdtemp(prefix="plurm-failover-bench-"))
@@ -70,6 +122,8 @@ def main() -> int:
         c.up("--nodes", "2", "--cpus-per-node", "2", "--controllers", "2", "--state", url,
              "--slurmctld-timeout", str(args.timeout))
         wait_for(lambda: active(c, PRIMARY), timeout=60, what="the primary")
+        if args.chaos:
+            return _chaos(c, workdir, args.chaos)
         for round_no in range(1, args.rounds + 1):
             running = c.sbatch("--wrap", "sleep 30", cwd=workdir)
             c.wait_state(running, "RUNNING")
