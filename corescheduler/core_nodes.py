@@ -317,6 +317,7 @@ class NodeEvents:
         else:
             job.earlier_runs.append(failed)
         job.submit_time = now
+        job.eligible_time = None  # (Slurm's EligibleTime is the new run's: its BeginTime)
         if job.spec.begin_time is None or job.spec.begin_time <= now:
             # A copy: the tasks of an array share one spec in memory.
             job.spec = msgspec.structs.replace(job.spec, begin_time=now + self.settings.cred_expire + 1)

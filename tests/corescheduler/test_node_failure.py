@@ -132,6 +132,7 @@ def test_jobs_of_a_failed_node_are_requeued_or_end_node_fail() -> None:
     assert sorted((o.node, o.body["job_id"], o.body["job"]["restarts"]) for o in launches) == [
         ("n2", rq, 1), ("n2", dflt, 1)]
     assert core.jobs[rq].state == model.RUNNING and core.jobs[rq].start_time == down_at + CRED + 1
+    assert core.jobs[rq].eligible_time == down_at + CRED + 1
 
 
 def test_job_requeue_0_ends_a_default_job_but_not_a_requeue_one() -> None:

@@ -122,11 +122,16 @@ def test_kill_9_of_a_plurmd_requeues_its_jobs_and_its_return_kills_the_old_copie
     keys = ("JobState", "Requeue", "Restarts", "ExitCode", "BatchHost")
     assert [mine[k] for k in keys] == ["COMPLETED", "1", "1", "0:0", other]
     assert [ref[k] for k in keys] == ["COMPLETED", "1", "1", "0:0", "n2"]
-    # sacct: one row per job, the requeued ones as their last run (rts1.8_done_sacct).
-    rows = c.run("sacct", "-X", "-n", "-P", "-j", ",".join(map(str, ids.values())), "-o",
-                 "JobName,State,ExitCode", check=True).stdout.splitlines()
-    ref_rows = [line.split("|")[1:4] for line in (REF / "rts1.8_done_sacct.txt").read_text().splitlines()[1:]]
-    assert sorted(line.split("|") for line in rows) == sorted(ref_rows)
+    # sacct: one record per job, a requeued one as its last run; -D: every run, the failed
+    # ones NODE_FAIL; both in Slurm's order (by submit time: a requeue's is later).
+    job_list = ",".join(map(str, ids.values()))
+    nodes = {"n1": node, "n2": other}  # the anchor's jobs ran on n1, then n2
+    for capture, flags in (("rts1.8_done_sacct.txt", ["-X"]), ("rts1.8_done_sacct_D.txt", ["-D", "-X"])):
+        rows = c.run("sacct", *flags, "-n", "-P", "-j", job_list, "-o", "JobName,State,ExitCode,NodeList",
+                     check=True).stdout.splitlines()
+        ref = [line.split("|")[1:5] for line in (REF / capture).read_text().splitlines()[1:]]
+        ref = [[name, state, code, nodes[where]] for name, state, code, where in ref if name in ids]
+        assert [line.split("|") for line in rows] == ref, capture
 
     # The old copies run on (their plurmd is gone, not the node): its return kills them.
     assert all(_alive(pids) for pids in old.values())
@@ -138,3 +143,39 @@ def test_kill_9_of_a_plurmd_requeues_its_jobs_and_its_return_kills_the_old_copie
     # Nothing of the old runs reached the jobs' records.
     assert [c.job(ids[n])["state"] for n in ("rq", "norq", "dflt")] == ["COMPLETED", "NODE_FAIL", "COMPLETED"]
     assert [c.job(ids[n]).get("restarts", 0) for n in ("rq", "norq", "dflt")] == [1, 0, 1]
+
+
+@pytest.mark.slow
+def test_a_stopped_plurmd_is_down_after_slurmd_timeout_and_its_old_copy_dies_when_it_continues(
+        failing: Cluster, tmp_path: Path) -> None:
+    """SIGSTOP, as the anchor's stop.* captures: DOWN (down*, Not responding) once silent for
+    SlurmdTimeout; the job is requeued and completes elsewhere; SIGCONT: the node's next
+    ping brings it back (ReturnToService=1: stop.2_sinfo_N "n1 idle none") and its copy of
+    the old run is killed, not reported as the job's end."""
+    c = failing
+    work = tmp_path / "work"
+    work.mkdir()
+    script = work / "rq.sh"
+    script.write_text(SCRIPT.format(work=work, name="rq"))
+    job_id = c.sbatch("--requeue", "-n1", "-o", str(work / "rq.out"), str(script), cwd=work)
+    c.wait_state(job_id, "RUNNING")
+    wait_for(lambda: _pids(work / "rq.pids"), what="run 0 to start")
+    node = c.job(job_id)["nodes"][0]
+    other = next(n for n in ("n1", "n2") if n != node)
+    plurmd = int((c.dir / "run" / f"plurmd-{node}.pid").read_text())
+    os.kill(plurmd, signal.SIGSTOP)
+    try:
+        wait_for(lambda: _node_rows(c)[node] == ("down*", "Not responding"), timeout=TIMEOUT_S * 6,
+                 what=f"{node} down*")
+        assert (REF / "stop.1_sinfo_N.txt").read_text().splitlines()[1] == "n1 down* Not responding"
+        job = c.wait_state(job_id, "COMPLETED", timeout=60)
+        assert job.get("restarts") == 1 and job["nodes"] == [other]
+        assert _alive(_pids(work / "rq.pids"))  # the stopped daemon's job runs on
+    finally:
+        os.kill(plurmd, signal.SIGCONT)
+    wait_for(lambda: not _alive(_pids(work / "rq.pids")), timeout=60, what="the old copy to die")
+    wait_for(lambda: _node_rows(c)[node] == ("idle", "none"), timeout=30, what=f"{node} back in service")
+    assert (REF / "stop.2_sinfo_N.txt").read_text().splitlines()[1] == "n1 idle none"
+    job = c.job(job_id)
+    assert (job["state"], job.get("restarts"), job.get("exit_code", 0)) == ("COMPLETED", 1, 0)
+    assert (work / "rq.runs").read_text().splitlines() == [f"run 0 {node}", f"run 1 {other}"]

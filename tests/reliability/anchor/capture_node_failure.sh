@@ -8,7 +8,12 @@
 # Run as root with the Debian Slurm on PATH:  PATH=/usr/sbin:/usr/bin:/sbin:/bin bash capture_node_failure.sh
 # It starts the anchor (setup.sh, ACCOUNTING=dbd, 2 nodes), rewrites slurm.conf with
 # SlurmdTimeout=10, AuthInfo=cred_expire=10 and the ReturnToService of each round, and
-# tears the anchor down at the end (KEEP=1 leaves it up).
+# tears the anchor down at the end (KEEP=1 leaves it up).  About 6 minutes.
+# Rounds rts1 (ReturnToService=1), rts2 (2), rts0 (0, JobRequeue=0): three jobs on one
+# node, its slurmd killed, restarted while the old copies still run; then n2 set DOWN by
+# an administrator and its slurmd restarted.  rts1 also: a job sent to the node after its
+# slurmd died ("late"), and an administrator's DOWN of a node with jobs on it (10_*).
+# Last, stop.*: a slurmd stopped (SIGSTOP) past SlurmdTimeout, then continued.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ANCHOR=${ANCHOR:-$(cd "$HERE/../../../.." && pwd)/shared/slurm-anchor}
@@ -47,7 +52,7 @@ cap() {
 }
 event() { echo "t=$((SECONDS - T0)) $*" | tee -a "$OUT/events.txt" >&2; }
 jid() { awk '{print $NF}' <<<"$1"; }
-node_state() { sinfo -h -N -n "$1" -o %T 2>/dev/null; }
+node_state() { sinfo -h -N -o '%N %T' 2>/dev/null | awk -v n="$1" '$1 == n {print $2}'; }
 wait_state() { # wait_state NODE REGEX SECONDS
   local i
   for i in $(seq 1 $(($3 * 5))); do grep -Eq "$2" <<<"$(node_state "$1")" && return 0; sleep 0.2; done
@@ -110,15 +115,23 @@ round() { # round NAME RTS JOBREQUEUE SLEEP
   restart_ctld "$rts" "$jr"
   cp /etc/slurm/slurm.conf "$OUT/slurm.conf.$r.txt"
   # Three jobs, one CPU each (cons_tres packs them on one node).  Each prints its restart count.
-  a=$(jid "$(sbatch --requeue -J rq -o "$WORK/$r-rq-%j.out" --wrap "echo start \$SLURM_RESTART_COUNT \$SLURMD_NODENAME; sleep $mark; echo end")")
-  b=$(jid "$(sbatch --no-requeue -J norq -o "$WORK/$r-norq-%j.out" --wrap "echo start \$SLURM_RESTART_COUNT \$SLURMD_NODENAME; sleep $((mark + 1)); echo end")")
-  c=$(jid "$(sbatch -J dflt -o "$WORK/$r-dflt-%j.out" --wrap "echo start \$SLURM_RESTART_COUNT \$SLURMD_NODENAME; sleep $((mark + 2)); echo end")")
+  # Run 0 sleeps long (its copy still runs when the slurmd comes back), a later run 20 s.
+  body() { echo "echo start \$SLURM_RESTART_COUNT \$SLURMD_NODENAME; if [ \"\${SLURM_RESTART_COUNT:-0}\" -ge 1 ]; then sleep 20; else sleep $1; fi; echo end"; }
+  a=$(jid "$(sbatch --requeue -J rq -o "$WORK/$r-rq-%j.out" --wrap "$(body "$mark")")")
+  b=$(jid "$(sbatch --no-requeue -J norq -o "$WORK/$r-norq-%j.out" --wrap "$(body $((mark + 1)))")")
+  c=$(jid "$(sbatch -J dflt -o "$WORK/$r-dflt-%j.out" --wrap "$(body $((mark + 2)))")")
   JOBS="$a,$b,$c"
   for i in $(seq 1 100); do [ "$(squeue -h -j "$JOBS" -t R -o %i | wc -l)" = 3 ] && break; sleep 0.2; done
   NODE=$(squeue -h -j "$a" -o %N)
   event "round $r: jobs rq=$a norq=$b dflt=$c on $(squeue -h -j "$JOBS" -o '%i@%N' | tr '\n' ' ')"
   snap "$r.1_running"
   kill_slurmd "$NODE"
+  if [ "$r" = rts1 ]; then
+    # A job sent to the node after its slurmd died, before the controller knows.
+    L=$(jid "$(sbatch -w "$NODE" -J late -o "$WORK/$r-late-%j.out" --wrap "echo start \$SLURM_RESTART_COUNT; sleep 5")")
+    JOBS="$JOBS,$L"
+    event "job late=$L sent to $NODE"
+  fi
   sleep 3
   snap "$r.2_silent"
   wait_state "$NODE" 'down' 90 && event "$NODE is $(node_state "$NODE")"
@@ -128,6 +141,7 @@ round() { # round NAME RTS JOBREQUEUE SLEEP
   for i in $(seq 1 150); do [ -n "$(squeue -h -j "$JOBS" -t R -o %i)" ] && break; sleep 0.2; done
   event "running again: $(squeue -h -j "$JOBS" -t R -o '%i@%N' | tr '\n' ' ')"
   snap "$r.5_requeued_running"
+  procs > "$OUT/$r.5_requeued_running_procs_before_slurmd.txt"
   start_slurmd "$NODE"
   sleep 5
   event "$NODE is $(node_state "$NODE") after its slurmd restarted"
@@ -150,12 +164,27 @@ round() { # round NAME RTS JOBREQUEUE SLEEP
   cap "$r.9_admin_down_sinfo_R" sinfo -R
   cap "$r.9_admin_down_sinfo_N" sinfo -N -o '%N %T %E'
   scontrol update nodename=n2 state=resume
+  wait_state n2 '^idle$' 30
+  if [ "$rts" = 1 ]; then
+    # An administrator sets DOWN a node with a --requeue job and a --no-requeue job on it.
+    local d e
+    d=$(jid "$(sbatch -w n2 --requeue -J adrq -o "$WORK/$r-adrq-%j.out" --wrap "echo start \$SLURM_RESTART_COUNT; sleep 30")")
+    e=$(jid "$(sbatch -w n2 --no-requeue -J adnorq -o "$WORK/$r-adnorq-%j.out" --wrap "echo start \$SLURM_RESTART_COUNT; sleep 30")")
+    for i in $(seq 1 100); do [ "$(squeue -h -j "$d,$e" -t R -o %i | wc -l)" = 2 ] && break; sleep 0.2; done
+    JOBS="$d,$e"; NODE=n2
+    cap "$r.10_admin_down_busy" scontrol update nodename=n2 state=down reason=maintenance
+    sleep 2
+    snap "$r.10_admin_down_busy"
+    scontrol update nodename=n2 state=resume
+    scancel "$d" "$e" 2>/dev/null
+    wait_jobs_gone "$d,$e"
+  fi
 }
 
 cap sacct_helpformat sacct --helpformat
-round rts1 1 1 60
-round rts2 2 1 70
-round rts0 0 0 80
+round rts1 1 1 91
+round rts2 2 1 94
+round rts0 0 0 97
 
 # A slurmd stopped (SIGSTOP) past SlurmdTimeout, then continued (ReturnToService=1).
 restart_ctld 1 1
