@@ -77,6 +77,7 @@ class PgStore(SqlStore):
         self.timeout_s = timeout_s
         self.lease: Any = None  # lease.Lease once this controller takes part in the election
         self._db = None
+        self._db_seen = False
         try:
             self._connect()
         except StoreError as exc:
@@ -97,11 +98,13 @@ class PgStore(SqlStore):
     def _connect(self) -> None:
         try:
             self._db = psycopg.connect(
-                self._url, connect_timeout=max(2, int(min(self.timeout_s, 10))), autocommit=False,
+                # Short: a reconnect runs in the controller's loop, which answers nothing meanwhile.
+                self._url, connect_timeout=2 if self._db_seen else 5, autocommit=False,
                 # A cut network is noticed by the kernel within seconds, not TCP's 15 minutes.
                 keepalives=1, keepalives_idle=5, keepalives_interval=2, keepalives_count=3,
                 tcp_user_timeout=int(max(2.0, self.timeout_s / 2) * 1000))
             self._session_settings()
+            self._db_seen = True
         except psycopg.Error as exc:
             self._db = None
             raise self._error(exc) from exc
