@@ -64,7 +64,7 @@ _CONFIG_DEFAULTS = (
     ("PropagateResourceLimitsExcept", "(null)"), ("RebootProgram", "(null)"), ("ReconfigFlags", "(null)"),
     ("RequeueExit", "(null)"), ("RequeueExitHold", "(null)"), ("ResumeFailProgram", "(null)"),
     ("ResumeProgram", "(null)"), ("ResumeRate", "300 nodes/min"), ("ResumeTimeout", "60 sec"),
-    ("ResvEpilog", "(null)"), ("ResvOverRun", "0 min"), ("ResvProlog", "(null)"), ("ReturnToService", "1"),
+    ("ResvEpilog", "(null)"), ("ResvOverRun", "0 min"), ("ResvProlog", "(null)"), ("ReturnToService", "0"),
     ("RoutePlugin", "route/default"), ("SchedulerParameters", "(null)"), ("SchedulerTimeSlice", "30 sec"),
     ("SchedulerType", "sched/backfill"), ("ScronParameters", "(null)"), ("SelectType", "select/cons_tres"),
     ("SelectTypeParameters", "CR_CORE_MEMORY"), ("SlurmUser", "root(0)"), ("SlurmctldAddr", "(null)"),
