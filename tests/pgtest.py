@@ -4,8 +4,9 @@
 tests run as root (CI does), creates the unprivileged user ``plurmpg`` (PostgreSQL refuses
 to run as root), runs initdb into a temporary folder of its own, starts postgres on
 127.0.0.1 with a free port and no Unix socket anyone else uses, and creates databases on
-demand.  Without root and without a server binary it raises ``Unavailable``, which the
-fixtures turn into a skip.  ``stop()``/``start()`` take the server down and up again (the
+demand.  Without root it runs the server as the current user if the binaries are there;
+without root and without a server binary it raises ``Unavailable``, which the fixtures turn
+into a skip.  ``stop()``/``start()`` take the server down and up again (the
 store-failure tests); ``close()`` removes everything.
 """
 
@@ -79,8 +80,9 @@ class Postgres:
         return f"postgresql://{USER}@127.0.0.1:{self.port}/{database}"
 
     def _as_user(self) -> None:
-        os.setgid(self.gid)
-        os.setuid(self.uid)
+        if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+            os.setgid(self.gid)
+            os.setuid(self.uid)
 
     def start(self) -> None:
         log = open(self.dir / "postgres.log", "ab")
@@ -128,19 +130,21 @@ class Postgres:
 
 
 def start_postgres() -> Postgres:
-    if os.geteuid() != 0:
-        bindir = _bindir()
-        raise Unavailable("the PostgreSQL tests run a private server as the user plurmpg, created as root "
-                          f"({'no server binary either' if bindir is None else 'not root'})")
+    """As root: the server runs as plurmpg (created if needed); otherwise as this user, when
+    the server's binaries are installed."""
     bindir = ensure_postgres_installed()
-    user = _ensure_user()
+    if os.geteuid() == 0:
+        user = _ensure_user()
+        uid, gid = user.pw_uid, user.pw_gid
+    else:
+        uid, gid = os.getuid(), os.getgid()
     base = Path(tempfile.mkdtemp(prefix="plurm-pg-"))
     base.chmod(0o755)
     for sub in ("data", "sock"):
         (base / sub).mkdir()
-        os.chown(base / sub, user.pw_uid, user.pw_gid)
-    os.chown(base, user.pw_uid, user.pw_gid)
-    pg = Postgres(bindir, base, free_ports(1)[0], user.pw_uid, user.pw_gid)
+        os.chown(base / sub, uid, gid)
+    os.chown(base, uid, gid)
+    pg = Postgres(bindir, base, free_ports(1)[0], uid, gid)
     init = subprocess.run([f"{bindir}/initdb", "-D", str(base / "data"), "-U", USER, "--auth=trust",
                            "--no-sync", "-E", "UTF8", "--locale=C"],
                           capture_output=True, text=True, preexec_fn=pg._as_user)
