@@ -102,22 +102,48 @@ def test_rollback_forgets_uncommitted_writes(location: str) -> None:
     store.close()
 
 
-def test_a_readonly_sqlite_file_fails_with_store_error(tmp_path: Path) -> None:
-    import os
+_READONLY_CHECK = """
+import sys
+from plurm.corescheduler.stores import open_store
 
-    store = open_store(str(tmp_path / "state"))
-    store.apply([fx.SaveJob(_job(1))])
-    store.commit()
-    store.close()
-    if os.geteuid() == 0:
-        pytest.skip("root writes read-only files: the tmpfs test (test_store_failure.py) covers root")
-    for path in (tmp_path / "state").iterdir():
-        path.chmod(0o444)
-    (tmp_path / "state").chmod(0o555)
-    store = open_store(str(tmp_path / "state"))
-    with pytest.raises(StoreError):
-        store.apply([fx.SaveJob(_job(2))])
+try:
+    open_store(sys.argv[1])
+except RuntimeError as exc:
+    print("refused:", exc)
+    sys.exit(0)
+sys.exit("a read-only store was opened for writing")
+"""
+
+
+def test_a_readonly_sqlite_store_is_refused_at_start(tmp_path: Path) -> None:
+    """Files and folder read-only: the controller cannot start on them, and says which file (a
+    store that turns read-only later is a failed commit: test_store_failure.py).  Root writes
+    read-only files anyway, so as root the check runs as nobody."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="plurm-ro-"))  # not under pytest's 0700 folder: nobody enters it
+    try:
+        base.chmod(0o755)
+        state = base / "state"
+        store = open_store(str(state))
+        store.apply([fx.SaveJob(_job(1))])
         store.commit()
+        store.close()
+        for path in state.iterdir():
+            path.chmod(0o444)
+        state.chmod(0o555)
+        as_nobody = {"user": "nobody", "group": "nogroup"} if os.geteuid() == 0 else {}
+        proc = subprocess.run([sys.executable, "-c", _READONLY_CHECK, str(state)], capture_output=True, text=True,
+                              timeout=60, cwd="/", **as_nobody)
+        assert proc.returncode == 0, proc.stderr
+        assert "refused: cannot open the state store" in proc.stdout and "readonly" in proc.stdout
+    finally:
+        state.chmod(0o755)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_stopped_server_fails_with_store_error_then_recovers(postgres) -> None:
