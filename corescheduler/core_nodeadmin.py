@@ -12,7 +12,9 @@ does, after Slurm 22.05's slurmctld (the node_mgr.c behaviour as documented and 
 - **reboot**: the node is marked REBOOT_REQUESTED; ``ASAP`` drains it too (reason "Reboot
   ASAP" unless one is given).  Once the node is idle the core asks its plurmd to reboot
   (``reboot_node``) and marks it REBOOT_ISSUED: no job starts on it until it registers
-  again with a later start time, when it takes ``NextState`` (default: back in service).
+  again with a later start time, when it takes ``NextState`` (default: back in service);
+  while its plurmd still answers, the word is sent again every 5 s (lost, or refused by a
+  plurmd that still had a job's end to report).
   A node not back within ResumeTimeout (60 s by default) is set DOWN ("reboot timed out").
 - **CANCEL_REBOOT** withdraws a request that has not been issued yet (and the ASAP drain).
 
@@ -41,6 +43,7 @@ INVALID_STATE = ("Invalid node state specified", "InvalidNodeState")
 REBOOT_IN_PROGRESS = ("Reboot already in progress", "RebootInProgress")
 REASON_NEEDED = ("You must specify a reason when DOWNING or DRAINING a node", "ReasonRequired")
 REBOOT_ASAP = "Reboot ASAP"
+REBOOT_RESEND_S = 5.0  # an issued reboot not done yet is asked again this often (a lost or refused word)
 NEXT_STATES = ("", "RESUME", "DOWN", "UNDRAIN")
 # The State= values the controller acts on (scontrol sends them upper-cased, unabbreviated).
 STATES = ("DRAIN", "DOWN", "RESUME", "IDLE", "UNDRAIN", "CANCEL_REBOOT")
@@ -57,6 +60,7 @@ class NodeAdmin:
     # ResumeTimeout counts from here too: a core restored with reboots issued gives their
     # nodes a whole ResumeTimeout to register (the reboot may have ended while it was down).
     _reboots_restored_at: float = 0.0
+    _reboot_sent: dict[str, float] | None = None  # node -> when reboot_node was last sent
 
     if TYPE_CHECKING:  # provided by ClusterCore
         jobs: dict[int, Job]
@@ -64,6 +68,7 @@ class NodeAdmin:
         settings: Any
         need_schedule: bool
         reboot_pending: set[str]
+        now: float
 
         def _at(self, now: float) -> None: ...
         def terminate_body(self, job: Job) -> dict[str, Any]: ...
@@ -207,6 +212,8 @@ class NodeAdmin:
         out: list[Outgoing] = []
         busy = self._busy_nodes()
         timeout = getattr(self.settings, "resume_timeout", 60.0)
+        if self._reboot_sent is None:
+            self._reboot_sent = {}
         for name in sorted(self.reboot_pending):
             node = self.nodes.get(name)
             if node is None:
@@ -215,7 +222,7 @@ class NodeAdmin:
             if node.reboot == "requested" and node.responding and name not in busy:
                 node.reboot, node.reboot_time = "issued", now
                 log.info("node %s is idle: reboot issued", name)
-                out.append(Outgoing(name, "reboot_node", {"reason": node.reason or ""}))
+                out.append(self._reboot_word(name, now))
             elif (node.reboot == "issued" and node.reboot_time is not None
                   and now - max(node.reboot_time, self._reboots_restored_at) > timeout):
                 log.warning("node %s did not come back within ResumeTimeout (%.0f s): DOWN", name, timeout)
@@ -223,7 +230,16 @@ class NodeAdmin:
                 node.down = True
                 self._set_reason(node, "reboot timed out", self.settings.slurm_user, now)
                 self.reboot_pending.discard(name)
+            elif (node.reboot == "issued" and node.responding and name not in busy
+                  and now - self._reboot_sent.get(name, 0.0) >= REBOOT_RESEND_S):
+                out.append(self._reboot_word(name, now))  # its plurmd still answers: not rebooting yet
         return out
+
+    def _reboot_word(self, name: str, now: float) -> Outgoing:
+        if self._reboot_sent is None:
+            self._reboot_sent = {}
+        self._reboot_sent[name] = now
+        return Outgoing(name, "reboot_node", {"reason": self.nodes[name].reason or ""})
 
     def _busy_nodes(self) -> set[str]:
         busy: set[str] = set()
@@ -241,7 +257,7 @@ class NodeAdmin:
             return []
         if max(boot_time or 0.0, start_time or 0.0) <= node.reboot_time:
             log.info("node %s registered without having rebooted: reboot issued again", name)
-            return [Outgoing(name, "reboot_node", {"reason": node.reason or ""})]
+            return [self._reboot_word(name, self.now)]
         next_state, drained = node.reboot_next, node.reboot_drained
         node.reboot, node.reboot_next, node.reboot_time, node.reboot_drained = "", "", None, False
         self.reboot_pending.discard(name)

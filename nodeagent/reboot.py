@@ -35,9 +35,9 @@ def handle(daemon: Any, kind: str, msg: Any) -> None:
 def reboot(daemon: Any, reason: str = "") -> None:
     busy = set(getattr(daemon, "jobs", {})) | set(getattr(daemon, "unacked", {}))
     if busy:
-        # The controller issues a reboot only to an idle node; jobs here mean it is behind.
-        # The node stays REBOOT_ISSUED and the controller's ResumeTimeout sets it DOWN.
-        log.error("reboot refused: jobs %s still here", sorted(busy))
+        # The controller issues a reboot only to an idle node; jobs here mean this daemon has
+        # a report to deliver first.  The controller asks again (every 5 s, until ResumeTimeout).
+        log.info("reboot postponed: jobs %s still here", sorted(busy))
         return
     program = (daemon.conf.get("RebootProgram") or "").strip()
     if program:

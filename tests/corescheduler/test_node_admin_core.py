@@ -135,9 +135,13 @@ def test_reboot_asap_drains_until_idle_then_reboots_and_resumes() -> None:
                                                       slurmd_start_time=2.0), T0 + 5)
     assert n1.reboot == "issued"
     assert [(m.node, m.msg_type) for m in service.take_messages()] == [("n1", "reboot_node")]
+    # While its plurmd answers without rebooting, it is asked again every 5 s.
+    assert core.tick(T0 + 5.5) == []
+    assert [(m.node, m.msg_type) for m in core.tick(T0 + 10)] == [("n1", "reboot_node")]
     service.node_register("n1", protocol.NodeRegister(node="n1", cpus=4, real_memory=4000, boot_time=1.0,
                                                       slurmd_start_time=T0 + 5.5), T0 + 6)
     assert n1.state == "IDLE" and n1.reason is None and not core.reboot_pending
+    assert not [m for m in core.tick(T0 + 20) if m.msg_type == "reboot_node"]
     core.schedule(T0 + 7)
     assert [j.state for j in core.jobs.values() if j.job_id != job.job_id] == [model.RUNNING]
 
