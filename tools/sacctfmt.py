@@ -362,14 +362,24 @@ def acct_rows(jobs: list[dict], steps: list[dict], now: float, cluster: str, all
                                exit_signal=0, derived_exit_code=0, start_time=run.get("start_time"),
                                end_time=run.get("end_time"), submit_time=run.get("submit_time", 0.0),
                                nodes=run.get("nodes") or [], cpus=run.get("cpus") or [])
-                groups.append(((earlier["submit_time"], job["job_id"], k),
-                               [acct_job_row(earlier, now, cluster, def_mem_per_cpu)]))
+                group = [acct_job_row(earlier, now, cluster, def_mem_per_cpu)]
+                if not allocations and earlier["state"] == "NODE_FAIL" and job.get("spec", {}).get("batch", True):
+                    # (the store keeps the latest run's steps; a failed run's batch step was
+                    # CANCELLED with its node, its exit code unknown, as Slurm shows it)
+                    batch = {"job_id": job["job_id"], "step_id": "batch", "name": "batch", "state": "CANCELLED",
+                             "nodes": earlier["nodes"][:1], "cpus": (earlier["cpus"] or [1])[0], "ntasks": 1,
+                             "start_time": earlier["start_time"], "end_time": earlier["end_time"]}
+                    group.append(dict(acct_step_row(batch, earlier, now, cluster), ExitCode=""))
+                groups.append(((earlier["submit_time"], job["job_id"], k), group))
             rows.append(acct_job_row(job, now, cluster, def_mem_per_cpu))
         if not allocations:
             for step in sorted(by_job.get(job["job_id"], []), key=step_key):
                 if wanted_steps is not None and step["step_id"] not in wanted_steps:
                     continue
-                rows.append(acct_step_row(step, job, now, cluster))
+                row = acct_step_row(step, job, now, cluster)
+                if job.get("state") == "NODE_FAIL" and step.get("state") == "CANCELLED":
+                    row["ExitCode"] = ""  # (killed with its node: no exit code, as Slurm)
+                rows.append(row)
         groups.append(((job.get("submit_time") or 0.0, job["job_id"], len(runs)), rows))
     if duplicates:
         groups.sort(key=lambda group: group[0])

@@ -132,6 +132,17 @@ def test_kill_9_of_a_plurmd_requeues_its_jobs_and_its_return_kills_the_old_copie
         ref = [line.split("|")[1:5] for line in (REF / capture).read_text().splitlines()[1:]]
         ref = [[name, state, code, nodes[where]] for name, state, code, where in ref if name in ids]
         assert [line.split("|") for line in rows] == ref, capture
+    # -D with the steps: each failed run's batch step CANCELLED, its exit code empty.
+    rows = c.run("sacct", "-D", "-n", "-P", "-j", job_list, "-o", "JobID,JobName,State,ExitCode,NodeList",
+                 check=True).stdout.splitlines()
+    anchor_ids = {"1": ids["rq"], "2": ids["norq"], "3": ids["dflt"]}  # (the anchor's job 4 is not run here)
+    ref = []
+    for line in (REF / "rts1.8_done_sacct_D_steps.txt").read_text().splitlines()[1:]:
+        job, name, state, code, where = line.split("|")
+        base, dot, step = job.partition(".")
+        if base in anchor_ids:
+            ref.append([f"{anchor_ids[base]}{dot}{step}", name, state, code, nodes[where]])
+    assert [line.split("|") for line in rows] == ref
 
     # The old copies run on (their plurmd is gone, not the node): its return kills them.
     assert all(_alive(pids) for pids in old.values())
