@@ -476,16 +476,21 @@ class NodeDaemon:
             self.steps[key] = step
             self.step_owners[key] = step.record.uid
 
+    @staticmethod
+    def _status(job: RunningJob, now: float) -> tuple[int, float] | None:
+        """The run's end as its supervisor recorded it; an unreadable record is a kill."""
+        try:
+            return jobstate.read_status(job.run_dir)
+        except jobstate.StateError as exc:
+            log.error("job %s: %s; the job is reported killed", job.job_id, exc)
+            return -signal.SIGKILL, now
+
     def reap(self) -> None:
         from plurm.nodeagent.prolog import NodeScripts
 
         now = time.time()
         for key, job in list(self.jobs.items()):
-            try:
-                status = jobstate.read_status(job.run_dir)
-            except jobstate.StateError as exc:
-                log.error("job %s: %s", job.job_id, exc)
-                status = (-signal.SIGKILL, now)
+            status = self._status(job, now)
             if status is None and job.supervised():
                 if job.kill_at is not None and now >= job.kill_at:
                     jobstate.kill_group(job.pgid, signal.SIGKILL)
@@ -493,7 +498,7 @@ class NodeDaemon:
                     job.save()
                 continue
             if status is None:
-                status = jobstate.read_status(job.run_dir)  # written just before it exited?
+                status = self._status(job, now)  # written just before it exited?
             if status is None:
                 # The supervisor died (killed with -9) without saying: the script's fate is unknown.
                 log.error("job %s: its supervisor vanished; the job is reported killed", job.job_id)
