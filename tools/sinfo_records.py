@@ -107,6 +107,10 @@ def _state_string(num: int, compact: bool) -> str:
     return ("UNK" if compact else "UNKNOWN") + star
 
 
+# States sinfo -t accepts whose flags plurm never sets (reservations, Cray counters, cloud
+# and power saving, the backfill plan): accepted, matching no node.
+_NEVER_SET = {"RESV": 0x20, "RESERVED": 0x20, "NPC": 0x10, "PERFCTRS": 0x10, "CLOUD": 0x80,
+              "PLANNED": 0x200000, "POWER_UP": 0x1000000, "POWERING_UP": 0x4000, "POWERING_DOWN": 0x40000}
 _T_NAMES = ("DRAIN", "DRAINED", "DRAINING", "NO_RESPOND", "COMP", "COMPLETING", "FAIL", "MAINT")
 
 
@@ -139,12 +143,14 @@ def parse_node_states(value: str) -> list[int] | None:
                 found = FLAG_MAINT
             elif upper in ("POWER_DOWN", "POWERED_DOWN", "POW_DN"):
                 found = FLAG_POWERED_DOWN
-            elif upper in ("REBOOT", "BOOT"):
+            elif upper == "REBOOT":
                 found = FLAG_REBOOT_REQUESTED | FLAG_REBOOT_ISSUED
             elif upper == "REBOOT_REQUESTED":
                 found = FLAG_REBOOT_REQUESTED
             elif upper == "REBOOT_ISSUED":
                 found = FLAG_REBOOT_ISSUED
+            elif upper in _NEVER_SET:
+                found = _NEVER_SET[upper]
         if found is None:
             valid = ",".join(BASE_LONG[n].lower() for n in range(7)) + \
                 ",drain,drained,draining,no_respond,reserved,perfctrs,completing,power_down,power_up,fail,maint,reboot"

@@ -183,7 +183,15 @@ def test_reboot_states_in_sinfo() -> None:
     assert _sinfo(service, "-h", "-R", "-o", "%E|%N") == "Reboot ASAP|n1\n"
 
 
-@pytest.mark.parametrize("word", ["bogus", "rebooting"])
+def test_sinfo_accepts_the_states_plurm_never_sets() -> None:
+    core, service = _cluster()
+    for word in ("resv", "reserved", "npc", "perfctrs", "cloud", "planned", "power_up", "powering_up",
+                 "powering_down", "reboot_requested", "reboot_issued"):
+        assert _sinfo(service, "-h", "-t", word, "-o", "%N") == ""
+    assert _sinfo(service, "-h", "-t", "resv,idle", "-o", "%N") == "n[1-8]\n"
+
+
+@pytest.mark.parametrize("word", ["bogus", "rebooting", "boot"])
 def test_sinfo_refuses_unknown_states(word: str) -> None:
     with pytest.raises(sinfo.Usage) as info:
         sinfo.parse_args(["-t", word], environ={})
