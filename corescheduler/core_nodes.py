@@ -46,6 +46,7 @@ class NodeEvents:
         stale_told: dict[tuple[str, int, int], float]
         _liveness_due: float
         _effects: list[fx.Effect]
+        accounts: Any
         settings: Any
         need_schedule: bool
 
@@ -310,6 +311,9 @@ class NodeEvents:
         failed = model.EarlierRun(submit_time=job.submit_time, start_time=job.start_time, end_time=now,
                                   nodes=list(job.nodes), cpus=list(job.cpus), state=model.NODE_FAIL)
         self.missing_since.pop(job.job_id, None)
+        if job.start_time is not None and job.spec.account:  # the failed run's CPU time counts, as any run's
+            self.accounts.add_usage(job.spec.account, job.spec.user, sum(job.cpus) * max(0.0, now - job.start_time),
+                                    now)
         count = len(job.earlier_runs)
         self._requeue(job, now)
         if len(job.earlier_runs) > count:  # (_requeue kept the run: it is the failed one)

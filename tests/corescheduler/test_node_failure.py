@@ -323,3 +323,17 @@ def test_hostile_runs_in_a_report_are_logged_and_ignored(caplog: pytest.LogCaptu
     core, _ = _cluster()
     out = core.node_register("n1", {"boot_time": 1.0, "runs": {"x": 0, "5": "y"}}, T0 + 1)
     assert out == [] and "bad run" in caplog.text
+
+
+def test_the_failed_run_is_charged_to_fair_share_as_any_run() -> None:
+    core, service = _cluster()
+    service.acctmgr(protocol.AcctMgr(action="add", entity="account", names=["phys"]), ROOT, T0)
+    service.acctmgr(protocol.AcctMgr(action="add", entity="user", names=["alice"], fields={"account": "phys"}),
+                    ROOT, T0)
+    job_id = _submit(core, service, ntasks=2)
+    core.schedule(T0)
+    _fail_n1(core, T0 + TIMEOUT + 5)
+    job = core.jobs[job_id]
+    assert job.state == model.PENDING and job.restarts == 1
+    usage = core.accounts.links_by_key[("phys", "alice")].usage
+    assert usage == pytest.approx(2 * (job.submit_time - T0), rel=1e-3)  # 2 CPUs from T0 to the failure
