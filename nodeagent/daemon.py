@@ -297,6 +297,15 @@ class NodeDaemon:
         return groups
 
     def signal_job(self, job_id: int, signum: int, scope: str = "steps") -> None:
+        """scancel -s: the steps' process groups; -b (and --signal=B:): the batch shell alone,
+        not its children (scancel(1)); -f: the batch shell's whole group and the steps'."""
+        if scope == "batch":
+            for pid in self._groups(job_id, "batch"):  # the shell's pid leads its group
+                try:
+                    os.kill(pid, signum)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            return
         for pgid in self._groups(job_id, scope):
             jobstate.kill_group(pgid, signum)
 

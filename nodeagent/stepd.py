@@ -24,16 +24,29 @@ from plurm.common import environment
 from plurm.nodeagent import launch
 
 
+# The signals a step may be sent that would end or stop this process by default (SIGKILL and
+# SIGSTOP cannot be caught: they take it with the tasks, as they should).
+FORWARDED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
+             signal.SIGTERM, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGVTALRM, signal.SIGPROF, signal.SIGPWR,
+             signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
+
+
+def _ignored(signum: int, frame: object) -> None:
+    """Nothing (see main)."""
+
+
 def main() -> int:
     payload = json.loads(sys.stdin.buffer.read())
     msg, node_name = payload["msg"], payload["node"]
     # srun's key for this step (sent in its authenticated launch request): the output and
     # exit messages are srun's and this process's business only.
     key = KeyAuth(msg["io_key"].encode())
-    # Signals from plurmd hit the whole process group: the tasks handle them;
-    # this process stays to report how they ended.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Signals from plurmd hit the whole process group: the tasks handle them; this process
+    # stays to report how they ended.  Every signal a job may be sent (cancel, --signal,
+    # scancel -s) gets a handler that does nothing: unlike SIG_IGN, exec resets it, so the
+    # tasks get each one with its default action.
+    for signum in FORWARDED:
+        signal.signal(signum, _ignored)
     ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 5000)
