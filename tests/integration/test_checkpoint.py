@@ -63,8 +63,8 @@ def _stamp(path: Path, prefix: str) -> float:
     return float(next(line for line in _lines(path) if line.startswith(prefix)).split()[-1])
 
 
-# A step that records the signals it gets (its task: one bash) and keeps running; USR1 ends
-# it (after the record: see test_a_step_signal_leaves_srun_its_exit_status for why).
+# A step that records the signals it gets (its task: one bash) and keeps running; USR1 (the
+# warning in these tests) ends it once recorded, as a checkpointing step would.
 STEP = """{srun} bash -c 'for s in USR2 INT TERM HUP; do trap "echo step $s \\$(date +%s.%N) >> got.txt" $s; done
 trap "echo step USR1 \\$(date +%s.%N) >> got.txt; exit 0" USR1
 echo step-ready >> got.txt; while :; do sleep 0.1; done' &
@@ -229,11 +229,8 @@ def test_grace_time_warns_the_steps_then_ends_the_job_and_requeues_it(graced: Cl
 
 
 # ---------------------------------------------------------------------- the node daemon's part
-# Two gaps in nodeagent/ (helper A's), each shown by a strict xfail that turns into a failure
-# (remove the marker) once it is mended.
-@pytest.mark.xfail(strict=True, reason="nodeagent/stepd.py catches only SIGTERM and SIGINT: any other signal "
-                   "for the steps (--signal, scancel -s USR1) also ends plurmstepd, and srun never hears "
-                   "of its tasks' end")
+# plurmstepd outlives a signal for its tasks (srun still hears of their end), and B:/-b reach
+# the batch shell alone, not its children (scancel(1): -f does that).
 def test_a_step_signal_leaves_srun_its_exit_status(ckpt: Cluster, tmp_path: Path) -> None:
     (tmp_path / "job.sh").write_text(f"""#!/bin/bash
 {_tool("srun")} bash -c 'trap "exit 3" USR1; echo step-ready >> got.txt; while :; do sleep 0.1; done'
@@ -250,9 +247,6 @@ echo "srun $?" >> got.txt
         ckpt.wait_state(job_id, {"CANCELLED", "COMPLETED", "FAILED"})
 
 
-@pytest.mark.xfail(strict=True, reason="nodeagent/daemon.py signals the batch shell's whole process group for "
-                   "scope 'batch': scancel -b and --signal=B: must reach the shell only, not its children "
-                   "(scancel(1): children of the batch step are not signaled; -f does that)")
 def test_b_reaches_the_batch_shell_and_not_its_children(ckpt: Cluster, tmp_path: Path) -> None:
     (tmp_path / "job.sh").write_text("""#!/bin/bash
 trap 'echo shell USR1 >> got.txt' USR1
