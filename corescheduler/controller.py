@@ -197,6 +197,7 @@ class Controller(FailoverShell):
             if self.core is not None:
                 self.apply_effects()
             if not self.outbox and not self.store.dirty:
+                self.store.end_read()  # no transaction left open: a paused controller holds no locks
                 return
             if self.store.dirty:
                 started = time.monotonic()

@@ -82,7 +82,9 @@ class FailoverShell:
     # ------------------------------------------------------------------ a failed commit
     def refuse_turn(self, exc: StoreError) -> None:
         """The commit failed: nothing of this turn is reported done; memory goes back to the store."""
-        fenced = isinstance(exc, Fenced)
+        fenced = isinstance(exc, Fenced) or self._lost_lease()
+        if fenced and not isinstance(exc, Fenced):
+            exc = Fenced(f"the lease is no longer {self.endpoint.name}'s: another controller took over")
         code, message = ((failover.STANDBY_CODE, failover.STANDBY_MESSAGE) if fenced
                          else (failover.STORE_CODE, f"Unable to save the controller's state, nothing was changed: {exc}"))
         kept: list[list[bytes]] = []
@@ -107,6 +109,22 @@ class FailoverShell:
             return
         self.store_failure.enter(exc)
         self._rebuild()
+
+    def _lost_lease(self) -> bool:
+        """After a failure that is not a fence (the session was cut, e.g. while this controller
+        was paused): ask the server once whether the lease is still ours, so that a controller
+        that was taken over says so (standby) instead of blaming the store."""
+        lease = self.election.lease
+        if lease is None or lease.epoch is None:
+            return False
+        try:
+            state = lease.state()  # rolls back and reconnects first
+        except StoreError:
+            return False  # the server is unreachable: a store failure, as far as anyone can tell
+        if state.holder == lease.holder and state.epoch == lease.epoch:
+            return False
+        lease.epoch = None
+        return True
 
     def _rebuild(self) -> None:
         try:
