@@ -192,6 +192,11 @@ class StoreFailure:
     def probe_due(self, now: float) -> bool:
         return self.since is not None and now >= self.next_probe
 
+    def reset(self) -> None:
+        """Standing by: nothing to refuse or probe any more (the next holder finds out for itself)."""
+        self.since = None
+        self.stale_core = False
+
     def leave(self) -> None:
         if self.since is not None:
             log.info("state store writable again after %.1f s: accepting changes", time.monotonic() - self.since)

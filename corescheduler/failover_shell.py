@@ -159,6 +159,9 @@ class FailoverShell:
                 self.step_down(str(exc))
                 return
             except StoreError as exc:
+                if self._lost_lease():
+                    self.step_down(f"the lease is no longer {self.endpoint.name}'s: another controller took over")
+                    return
                 self.store_failure.enter(exc)
         wanted = self.election.handback_wanted()
         if wanted and not self.store_failure.failed:
@@ -178,10 +181,12 @@ class FailoverShell:
             self.store.probe()
             self.election.renewed(started)
         except Fenced as exc:
-            self.store_failure.leave()
             self.step_down(str(exc))
             return
         except StoreError as exc:
+            if self._lost_lease():
+                self.step_down(f"the lease is no longer {self.endpoint.name}'s: another controller took over")
+                return
             self.store_failure.enter(exc)
             try:
                 self.store.rollback()
@@ -209,7 +214,7 @@ class FailoverShell:
             except StoreError:
                 self.election.forget()
             return
-        self.store_failure.leave()
+        self.store_failure.reset()
         self.node_routes.clear()  # nodes are heard from again, and asked to register
         log.info("%s (%s) is now the active controller: %d jobs loaded from the store",
                  self.endpoint.name, self.endpoint.mode, len(self.core.jobs))
@@ -239,7 +244,7 @@ class FailoverShell:
         self.core = None
         self.service = None
         self.node_routes.clear()
-        self.store_failure.leave()
+        self.store_failure.reset()
 
     def shut_down(self) -> None:
         """At SIGTERM: commit what is left; a standby or a failing store has nothing to save."""

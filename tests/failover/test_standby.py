@@ -175,3 +175,41 @@ def test_scontrol_takeover_moves_control_to_the_backup(pair: Cluster, workdir: P
     c.wait_state(running_id, "COMPLETED", timeout=30)
     after_id = c.sbatch("--wrap", "true", cwd=workdir)
     c.wait_state(after_id, "COMPLETED")
+
+
+def test_a_cut_session_after_takeover_still_answers_standby(postgres, tmp_path: Path, workdir: Path) -> None:
+    """The paused primary's database session is cut (as a network cut or the server would)
+    while the backup takes over: on resuming, its write fails on the lost connection; it asks
+    the server, finds the lease taken, and answers as a standby (not as a failing store)."""
+    import psycopg
+
+    c = start_pair(postgres, tmp_path)
+    primary = pid(c, "plurmctld")
+    try:
+        url = next(line.split("=", 1)[1].strip() for line in c.conf.read_text().splitlines()
+                   if line.startswith("StateSaveLocation="))
+        os.kill(primary, signal.SIGSTOP)
+        wait_for(lambda: active(c, BACKUP), timeout=TIMEOUT_S + 10, what="the backup to take over")
+        with psycopg.connect(url, autocommit=True) as db:
+            cut = db.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                             "AND pid <> pg_backend_pid() AND pid <> (SELECT backend_pid FROM lease)").fetchall()
+        assert cut == [(True,)]  # the paused primary's session, and only it
+        only = _only_primary_conf(c)
+        writer = subprocess.Popen(command("sbatch") + ["--parsable", "--wrap", "true"], cwd=workdir,
+                                  env=dict(c.env, SLURM_CONF=str(only)), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        os.kill(primary, signal.SIGCONT)
+        out, err = writer.communicate(timeout=30)
+        assert writer.returncode != 0 and "Slurm backup controller in standby mode" in err, err
+        assert c.run("squeue", "-h", "-t", "all", "-o", "%i", check=True).stdout.split() == []
+        assert active(c, BACKUP) and not active(c, PRIMARY)
+        log = (c.dir / "log" / "plurmctld.log").read_text()
+        assert "ctl1 steps down to standby: the lease is no longer ctl1's" in log
+    finally:
+        try:
+            os.kill(primary, signal.SIGCONT)
+        except OSError:
+            pass
+        c.down()
+        shutil.rmtree(c.dir / "spool", ignore_errors=True)
