@@ -197,7 +197,10 @@ class NodeEvents:
         for job_id, run in runs.items():
             job = self.jobs.get(job_id)
             if job is not None and self._is_current_run(job, name, run):
-                self.stale_told.pop((name, job_id, run), None)
+                if job.completing:
+                    out.extend(self._terminate_again(job, name, run, now))
+                else:
+                    self.stale_told.pop((name, job_id, run), None)
                 continue
             told = self.stale_told.get((name, job_id, run))
             if told is not None and now - told < self.settings.kill_wait + self.settings.slurmd_timeout:
@@ -224,6 +227,18 @@ class NodeEvents:
                 log.warning("job %s vanished from node %s: NODE_FAIL", job.job_id, name)
                 out.extend(self._end_failed_run(job, name, now))
         return out
+
+    def _terminate_again(self, job: Job, name: str, run: int, now: float) -> list[Outgoing]:
+        """A job on its way out (cancelled, timed out, requeued) that its node still runs:
+        the terminate was lost (the node's daemon was down when it was sent) unless KillWait
+        and a few pings have not passed yet since it was first seen."""
+        key = (name, job.job_id, run)
+        told = self.stale_told.setdefault(key, now)
+        if now - told < self.settings.kill_wait + 3 * PING_EVERY_S:
+            return []
+        self.stale_told[key] = now
+        log.warning("node %s still runs job %s (%s): terminating it again", name, job.job_id, job.state)
+        return [Outgoing(name, "terminate_job", dict(self.terminate_body(job), restarts=run))]
 
     @staticmethod
     def _is_current_run(job: Job, name: str, run: int) -> bool:

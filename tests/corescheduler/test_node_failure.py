@@ -337,3 +337,23 @@ def test_the_failed_run_is_charged_to_fair_share_as_any_run() -> None:
     assert job.state == model.PENDING and job.restarts == 1
     usage = core.accounts.links_by_key[("phys", "alice")].usage
     assert usage == pytest.approx(2 * (job.submit_time - T0), rel=1e-3)  # 2 CPUs from T0 to the failure
+
+
+def test_a_terminate_lost_while_the_node_daemon_was_down_is_sent_again() -> None:
+    """scancel while the node's plurmd was down: the node comes back still running the job
+    (the terminate never reached it); after KillWait and three pings it is told again, that
+    run only, and not before (the first terminate may still be on its way)."""
+    core, service = _cluster(nodes=1)
+    job_id = _submit(core, service)
+    core.schedule(T0)
+    core.cancel(core.jobs[job_id], ROOT, T0 + 1)
+    assert core.jobs[job_id].completing
+    assert _terminates(_ping(core, "n1", T0 + 2, {job_id: 0})) == []
+    assert _terminates(_ping(core, "n1", T0 + 5, {job_id: 0})) == []
+    again = _terminates(_ping(core, "n1", T0 + 2 + 5 + 6, {job_id: 0}))
+    assert again == [(job_id, 0)]
+    assert _terminates(_ping(core, "n1", T0 + 15, {job_id: 0})) == []  # not at every ping
+
+
+def _terminates(out: list) -> list[tuple[int, int]]:
+    return [(o.body["job_id"], o.body["restarts"]) for o in out if o.msg_type == "terminate_job"]
