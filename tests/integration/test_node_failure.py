@@ -81,7 +81,6 @@ def _ref_show_job(name: str) -> dict[str, str]:
     return dict(re.findall(r"(\w+)=(\S*)", (REF / name).read_text()))
 
 
-@pytest.mark.slow
 def test_kill_9_of_a_plurmd_requeues_its_jobs_and_its_return_kills_the_old_copies(failing: Cluster,
                                                                                    tmp_path: Path) -> None:
     c = failing
@@ -156,7 +155,6 @@ def test_kill_9_of_a_plurmd_requeues_its_jobs_and_its_return_kills_the_old_copie
     assert [c.job(ids[n]).get("restarts", 0) for n in ("rq", "norq", "dflt")] == [1, 0, 1]
 
 
-@pytest.mark.slow
 def test_a_stopped_plurmd_is_down_after_slurmd_timeout_and_its_old_copy_dies_when_it_continues(
         failing: Cluster, tmp_path: Path) -> None:
     """SIGSTOP, as the anchor's stop.* captures: DOWN (down*, Not responding) once silent for

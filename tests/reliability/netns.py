@@ -50,12 +50,22 @@ class NetnsHost:
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
 
 
+def _install_iproute2() -> None:
+    """Debian's iproute2 (a fresh machine may lack it); the test runs as root here."""
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "update", "-q"], env=env, capture_output=True)
+    done = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-q",
+                           "--no-install-recommends", "iproute2"], env=env, capture_output=True, text=True)
+    if shutil.which("ip") is None:
+        raise Unavailable(f"iproute2's ip is not installed and apt-get failed: {done.stderr[-300:]}")
+
+
 def make_host(index: int = 0) -> NetnsHost:
     """A namespace ``plurmt<pid>`` with 10.231.<n>.2, joined to 10.231.<n>.1 here."""
     if os.geteuid() != 0:
         raise Unavailable("network namespaces need root (ip netns add)")
     if shutil.which("ip") is None:
-        raise Unavailable("iproute2's ip is not installed")
+        _install_iproute2()
     tag = f"{os.getpid() % 10000}{index}"
     subnet = (os.getpid() + index) % 250 + 1
     host = NetnsHost(name=f"plurmt{tag}", near=f"pvh{tag}", far=f"pvn{tag}",
