@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import os
 from _operator import _compare_digest as compare_digest
-from typing import NamedTuple, Protocol
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` costs every command ~5 ms of start-up (common/cli.py does the same)
+    from typing import Protocol
 
 try:  # the small built-in SHA-256; `hashlib` loads OpenSSL (about 2 ms per command)
     from _sha256 import sha256 as _sha256
@@ -36,20 +39,42 @@ class AuthError(Exception):
     code = "AuthenticationError"
 
 
-class Verified(NamedTuple):
-    uid: int
-    gid: int
+class Verified(tuple):
+    """(uid, gid) a credential proves; a tuple with names (as a NamedTuple, without typing)."""
+
+    __slots__ = ()
+
+    def __new__(cls, uid: int, gid: int) -> Verified:
+        return tuple.__new__(cls, (uid, gid))
+
+    @property
+    def uid(self) -> int:
+        return self[0]
+
+    @property
+    def gid(self) -> int:
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"Verified(uid={self[0]}, gid={self[1]})"
 
 
-class AuthPlugin(Protocol):
-    """What an AuthType plugin does: make a credential for this process's user over a
-    message digest, and turn a credential back into the sender's uid and gid."""
+if TYPE_CHECKING:
+    class AuthPlugin(Protocol):
+        """What an AuthType plugin does: make a credential for this process's user over a
+        message digest, and turn a credential back into the sender's uid and gid."""
 
-    name: str
+        name: str
 
-    def credential(self, digest: bytes) -> bytes: ...
+        def credential(self, digest: bytes) -> bytes: ...
 
-    def verify(self, credential: bytes, digest: bytes, allow_replay: bool = False) -> Verified: ...
+        def verify(self, credential: bytes, digest: bytes, allow_replay: bool = False) -> Verified: ...
+else:
+    class AuthPlugin:
+        """What an AuthType plugin does (a Protocol for the type checker): make a credential
+        for this process's user over a message digest (``credential(digest)``), and turn a
+        credential back into the sender's uid and gid (``verify(credential, digest,
+        allow_replay=False) -> Verified``); ``name`` is its AuthType."""
 
 
 def message_digest(*parts: bytes) -> bytes:

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import os
 import time
-from typing import NamedTuple
-
 from plurm.wire import lightjson as json
 from plurm.wire.auth import AuthError as _AuthError
 from plurm.wire.auth import AuthPlugin, Verified, load_key, message_digest, new_key  # noqa: F401 (re-exported)
@@ -57,10 +55,26 @@ class AuthError(WireError, _AuthError):
         super().__init__(message, "AuthenticationError")
 
 
-class Opened(NamedTuple):
-    header: dict
-    body: bytes
-    sender: Verified  # who the credential proves sent it (never the header's claim)
+class Opened(tuple):
+    """(header, body, sender) of an opened envelope; ``sender`` is who the credential proves
+    sent it (never the header's claim).  A tuple with names, without ``typing``."""
+
+    __slots__ = ()
+
+    def __new__(cls, header: dict, body: bytes, sender: Verified) -> Opened:
+        return tuple.__new__(cls, (header, body, sender))
+
+    @property
+    def header(self) -> dict:
+        return self[0]
+
+    @property
+    def body(self) -> bytes:
+        return self[1]
+
+    @property
+    def sender(self) -> Verified:
+        return self[2]
 
 
 _counter = 0
