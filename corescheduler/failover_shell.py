@@ -80,11 +80,21 @@ class FailoverShell:
         return {"ok": True, "active": False}
 
     # ------------------------------------------------------------------ a failed commit
+    def _fenced(self, exc: StoreError) -> Fenced | None:
+        """Why a write that failed means this controller is no longer the active one: fenced
+        (another took the lease) or the lease found taken once the store answered; None when
+        the store itself failed."""
+        if isinstance(exc, Fenced):
+            return exc
+        if self._lost_lease():
+            return Fenced(f"the lease is no longer {self.endpoint.name}'s: another controller took over")
+        return None
+
     def refuse_turn(self, exc: StoreError) -> None:
         """The commit failed: nothing of this turn is reported done; memory goes back to the store."""
-        fenced = isinstance(exc, Fenced) or self._lost_lease()
-        if fenced and not isinstance(exc, Fenced):
-            exc = Fenced(f"the lease is no longer {self.endpoint.name}'s: another controller took over")
+        taken = self._fenced(exc)
+        fenced = taken is not None
+        exc = taken or exc
         code, message = ((failover.STANDBY_CODE, failover.STANDBY_MESSAGE) if fenced
                          else (failover.STORE_CODE, f"Unable to save the controller's state, nothing was changed: {exc}"))
         kept: list[list[bytes]] = []
@@ -155,12 +165,10 @@ class FailoverShell:
                 started = time.monotonic()
                 self.store.commit()  # an empty transaction: the renewal alone
                 self.election.renewed(started)
-            except Fenced as exc:
-                self.step_down(str(exc))
-                return
             except StoreError as exc:
-                if self._lost_lease():
-                    self.step_down(f"the lease is no longer {self.endpoint.name}'s: another controller took over")
+                taken = self._fenced(exc)
+                if taken is not None:
+                    self.step_down(str(taken))
                     return
                 self.store_failure.enter(exc)
         wanted = self.election.handback_wanted()
@@ -180,12 +188,10 @@ class FailoverShell:
             started = time.monotonic()
             self.store.probe()
             self.election.renewed(started)
-        except Fenced as exc:
-            self.step_down(str(exc))
-            return
         except StoreError as exc:
-            if self._lost_lease():
-                self.step_down(f"the lease is no longer {self.endpoint.name}'s: another controller took over")
+            taken = self._fenced(exc)
+            if taken is not None:
+                self.step_down(str(taken))
                 return
             self.store_failure.enter(exc)
             try:

@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,16 +46,11 @@ def ensure_munge_installed() -> str:
         return path
     if os.geteuid() != 0:
         raise Unavailable("munged is not installed and installing Debian's munge package needs root")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for attempt in range(3):
-        subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "update", "-q"], env=env, capture_output=True)
-        done = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-q",
-                               "--no-install-recommends", "munge"], env=env, capture_output=True, text=True)
-        if done.returncode == 0:
-            break
-        time.sleep(5)
-    else:
-        raise Unavailable(f"apt-get install munge failed: {done.stderr[-500:]}")
+    from debpkg import apt_install
+
+    error = apt_install("munge")
+    if error:
+        raise Unavailable(f"apt-get install munge failed: {error}")
     return shutil.which("munged") or "/usr/sbin/munged"
 
 

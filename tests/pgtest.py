@@ -42,18 +42,12 @@ def ensure_postgres_installed() -> str:
         return bindir
     if os.geteuid() != 0:
         raise Unavailable("PostgreSQL is not installed (/usr/lib/postgresql/*/bin/initdb) and installing it needs root")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    done = None
-    for _ in range(3):
-        subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "update", "-q"], env=env, capture_output=True)
-        done = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-q",
-                               "--no-install-recommends", "postgresql"], env=env, capture_output=True, text=True)
-        if done.returncode == 0:
-            break
-        time.sleep(5)
+    from debpkg import apt_install
+
+    error = apt_install("postgresql")
     bindir = _bindir()
     if bindir is None:
-        raise Unavailable(f"apt-get install postgresql failed: {done.stderr[-500:] if done else ''}")
+        raise Unavailable(f"apt-get install postgresql failed: {error}")
     return bindir
 
 

@@ -33,11 +33,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from failover.test_standby import BACKUP, PRIMARY, active
 from plurmtest import Cluster, wait_for
 
 SLURMD_TIMEOUT_S = 10
 CTLD_TIMEOUT_S = 5
-PRIMARY, BACKUP = "127.0.0.1", "127.0.0.2"
 
 JOB = """#!/bin/sh
 L={ledger}/$SLURM_JOB_ID
@@ -88,23 +88,6 @@ def start(postgres, base: Path, nodes: int = 8, cpus: int = 2) -> Cluster:
     c.up()
     wait_for(lambda: active(c, PRIMARY), timeout=60, what="the primary to be active")
     return c
-
-
-def ping(c: Cluster, host: str) -> dict | None:
-    from plurm.wire.client import ClientError, Connection, read_settings
-
-    conn = Connection(read_settings(str(c.conf)), host=host, timeout=1.0)
-    try:
-        return conn.request("ping", {})
-    except ClientError:
-        return None
-    finally:
-        conn.close()
-
-
-def active(c: Cluster, host: str) -> bool:
-    reply = ping(c, host)
-    return bool(reply and reply.get("active"))
 
 
 def _pid(c: Cluster, name: str) -> int | None:

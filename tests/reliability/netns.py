@@ -52,12 +52,11 @@ class NetnsHost:
 
 def _install_iproute2() -> None:
     """Debian's iproute2 (a fresh machine may lack it); the test runs as root here."""
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "update", "-q"], env=env, capture_output=True)
-    done = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-q",
-                           "--no-install-recommends", "iproute2"], env=env, capture_output=True, text=True)
+    from debpkg import apt_install
+
+    error = apt_install("iproute2")
     if shutil.which("ip") is None:
-        raise Unavailable(f"iproute2's ip is not installed and apt-get failed: {done.stderr[-300:]}")
+        raise Unavailable(f"iproute2's ip is not installed and apt-get failed: {error}")
 
 
 def make_host(index: int = 0) -> NetnsHost:
