@@ -110,6 +110,7 @@ class Controller(FailoverShell):
             "update_job": self.on_update_job,
             "requeue_job": self.on_requeue_job,
             "suspend_job": self.on_suspend_job,
+            "step_info": self.on_step_info,
             "update_node": self.on_update_node,
             "reboot_nodes": self.on_reboot_nodes,
             "reconfigure": self.on_reconfigure,
@@ -370,6 +371,9 @@ class Controller(FailoverShell):
 
     def on_suspend_job(self, header: dict, msg: protocol.SuspendJob, ident: bytes) -> Any:
         return self.service.suspend_job(msg, self._who(header), time.time())
+
+    def on_step_info(self, header: dict, msg: protocol.StepInfoRequest, ident: bytes) -> Any:
+        return protocol.encode(dict(self.service.step_info(msg, self._who(header)), now=time.time()))
 
     def on_update_node(self, header: dict, msg: protocol.UpdateNode, ident: bytes) -> Any:
         return self.service.update_node(msg, self._who(header), time.time())

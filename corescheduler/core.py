@@ -60,7 +60,6 @@ from plurm.wire.model import Job, JobSpec, Node, Partition, StepRecord
 
 log = logging.getLogger("plurmctld")
 
-UNLIMITED_RUN_MINUTES = 365 * 24 * 60
 MAX_JOB_EVENTS = 32
 
 __all__ = ["ClusterCore", "CoreSettings", "JobChanges", "Outgoing", "RequestError", "parse_task_ids"]
@@ -454,10 +453,10 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         job.state = model.RUNNING
         job.reason = "None"
         job.start_time = now
-        if job.time_limit is None:
-            # As Slurm: a job without a limit runs under a year-long one (TimeLimit=365-00:00:00).
-            job.time_limit = UNLIMITED_RUN_MINUTES
-        job.end_time = now + job.time_limit * 60
+        # A job without a limit keeps it: as Slurm 22.05 with accounting (slurmdbd) shows it,
+        # TimeLimit=UNLIMITED and EndTime=Unknown while it runs (squeue %l UNLIMITED, %e NONE).
+        # (A Slurm without accounting shows 365-00:00:00; plurm always keeps accounting.)
+        job.end_time = now + job.time_limit * 60 if job.time_limit is not None else None
         job.nodes, job.cpus, job.mem, job.tasks = alloc.nodes, alloc.cpus, alloc.mem, alloc.tasks
         job.gres_alloc = list(alloc.gres)
         job.share_rows = tuple(alloc.share_rows)

@@ -33,7 +33,7 @@ STANDBY_CODE = "StandbyMode"
 STORE_CODE = "StoreError"
 HOST_ENV = "PLURM_SLURMCTLD_HOST"
 # What a controller whose store fails still answers (they write nothing).
-READ_MESSAGES = frozenset({"ping", "config", "job_info", "node_info", "acct_query", "priority_factors",
+READ_MESSAGES = frozenset({"ping", "config", "job_info", "step_info", "node_info", "acct_query", "priority_factors",
                            "share_info"})
 PROBE_INTERVAL_S = 1.0
 

@@ -225,6 +225,18 @@ class Service:
         return {"ok": True}
 
     # ------------------------------------------------------------------ steps
+    def step_info(self, msg: protocol.StepInfoRequest, who: Identity | None = None) -> dict[str, Any]:
+        """The running steps (batch and srun steps) of the jobs a job_info would show, with
+        those jobs (squeue -s prints a step's partition and user, which are its job's)."""
+        try:
+            jobs = self.job_info(protocol.JobInfoRequest(job_ids=msg.job_ids), who)
+        except RequestError:
+            jobs = []  # as Slurm: an unknown job has no steps ("Job step ... not found")
+        by_id = {j.job_id: j for j in jobs}
+        steps = [s for (job_id, _), s in sorted(self.core.steps.items(), key=lambda kv: _step_order(kv[0]))
+                 if job_id in by_id]
+        return {"steps": steps, "jobs": [by_id[i] for i in sorted({s.job_id for s in steps})]}
+
     def step_create(self, msg: protocol.StepCreate, who: Identity, now: float) -> dict[str, Any]:
         return self.core.step_create(msg.job_id, who, now, msg.name, msg.ntasks, msg.nodes_min,
                                      msg.cpus_per_task, msg.nodelist)
@@ -368,6 +380,12 @@ class Service:
             # (flat, as Slurm prints them then: the lines above them are not there)
             shares = [dataclasses.replace(s, depth=0) for s in shares if s.user == who.user]
         return {"shares": [protocol.to_builtins(s) for s in shares]}
+
+
+def _step_order(key: tuple[int, str]) -> tuple[int, int]:
+    """Steps in Slurm's order: by job, numbered steps before the batch step."""
+    job_id, step_id = key
+    return job_id, int(step_id) if step_id.isdigit() else 1 << 30
 
 
 def _int(key: str, value: str, low: int = 0, high: int = authz.PRIORITY_MAX) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 
-from plurm import SLURM_COMPAT_VERSION
+from plurm import SLURM_COMPAT_VERSION, write_version
 from plurm.grammar.hostlist import bitmap_ranges  # noqa: F401 (the tools import it from here)
 from plurm.grammar.timefmt import format_duration, format_time_limit
 
@@ -73,7 +73,7 @@ JOB_STATE_NAMES = {code: name for name, code in JOB_STATE_CODES.items()}
 
 def version_line() -> str:
     """What ``squeue -V`` / ``sinfo -V`` print."""
-    return f"slurm-wlm {SLURM_COMPAT_VERSION}\n"
+    return f"slurm {SLURM_COMPAT_VERSION}\n"
 
 
 # ----------------------------------------------------------------------------- times
@@ -313,7 +313,7 @@ def info_action(action: str | None, help_text: str, usage_text: str) -> bool:
     elif action == "usage":
         sys.stdout.write(usage_text)
     elif action == "version":
-        sys.stdout.write(version_line())
+        write_version()
     else:
         return False
     return True

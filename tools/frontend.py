@@ -111,6 +111,8 @@ def parse_or_answer(prog: str, parse: Callable[..., Any], *args: Any) -> tuple[A
         sys.stdout.write(usage_text(prog))
         return None, 0
     if options.get("version"):
-        sys.stdout.write(version_text(prog))
+        from plurm import write_version
+
+        write_version()  # stdout: Slurm's line; stderr: plurm's
         return None, 0
     return req, None

@@ -138,9 +138,9 @@ def main(argv: list[str] | None = None) -> int:
             print(__doc__.strip())
             return 0
         elif key == "V":
-            from plurm import SLURM_COMPAT_VERSION   # display's version_line, without display
+            from plurm import write_version   # without display
 
-            sys.stdout.write(f"slurm-wlm {SLURM_COMPAT_VERSION}\n")
+            write_version()  # stdout: Slurm's line; stderr: plurm's
             return 0
         # -i (changes are always immediate), -o, -Q, -r, -s, -v: nothing to do
     try:

@@ -131,9 +131,9 @@ class Scontrol:
         self.all = False
 
     def cmd_version(self, args: list[str]) -> None:
-        from plurm import SLURM_COMPAT_VERSION
+        from plurm import write_version
 
-        sys.stdout.write(f"slurm-wlm {SLURM_COMPAT_VERSION}\n")
+        write_version()  # stdout: Slurm's line; stderr: plurm's
 
     def cmd_help(self, args: list[str]) -> None:
         from plurm.tools.scontrol_help import HELP
@@ -344,15 +344,12 @@ class Scontrol:
         sys.stdout.write(result + "\n")
 
     def show_steps(self, rest: list[str]) -> None:
-        # plurm does not serve step records to scontrol yet: answer as Slurm does for a
-        # step it does not know.
-        if not rest:
-            sys.stdout.write("No job steps in the system\n")
-            return
-        job, _, step = rest[0].partition(".")
-        step = step if step.isdigit() else "0"
-        sys.stdout.write(f"Job step {job}.{step} not found\n")
-        self.rc = 1
+        from plurm.tools.scontrol_steps import show_steps
+
+        out, err, rc = show_steps(self.request, rest, self.oneliner)
+        sys.stdout.write(out)
+        sys.stderr.write(err)
+        self.rc = rc or self.rc
 
     # ------------------------------------------------------------------ update / hold
     def _job_update(self, job_ids: list[str], fields: dict[str, str], what: str, summary: str | None = None) -> None:

@@ -26,8 +26,6 @@ from plurm.grammar.hostlist import compress
 from plurm.grammar.timefmt import format_duration, format_time_limit
 from plurm.tools.display import bitmap_ranges, job_oversubscribe, partition_oversubscribe
 
-# A running job with no time limit: Slurm shows (and enforces) one year.
-YEAR_MINUTES = 365 * 24 * 60
 
 
 # ------------------------------------------------------------------------ small values
@@ -148,10 +146,9 @@ def job_started(job: dict) -> bool:
 
 
 def job_limit_minutes(job: dict) -> int | None:
-    limit = job.get("time_limit")
-    if limit is None and job_started(job):
-        return YEAR_MINUTES
-    return limit
+    """None is UNLIMITED, running or not (Slurm 22.05 with accounting: TimeLimit=UNLIMITED,
+    EndTime=Unknown while it runs)."""
+    return job.get("time_limit")
 
 
 def run_seconds(job: dict, now: float) -> int:

@@ -14,7 +14,8 @@ import time
 
 from plurm.common.cli import Usage, getopt_or_usage
 from plurm.grammar.hostlist import HostlistError, expand
-from plurm.tools.display import run_iterating, version_line
+from plurm import write_version
+from plurm.tools.display import run_iterating
 from plurm.tools.sinfo_records import FLAG_FAIL, PROG, T_DRAIN, Options, error_text, parse_node_states
 from plurm.tools.sinfofmt import Context, build_fields, date_line, format_sinfo
 
@@ -135,7 +136,8 @@ def parse_args(argv: list[str], environ: dict | None = None) -> Options:
         elif key == "v":
             o.verbose += 1
         elif key == "V":
-            raise Usage(version_line(), 0)
+            write_version()  # stdout: Slurm's line; stderr: plurm's
+            raise Usage("", 0)
         elif key == "help":
             raise Usage(HELP_TEXT, 0)
         elif key == "usage":

@@ -25,7 +25,8 @@ import os
 import sys
 
 from plurm.common.cli import Usage, getopt_or_usage
-from plurm.tools.display import parse_format, render, version_line
+from plurm import write_version
+from plurm.tools.display import parse_format, render
 
 PROG = "sprio"
 
@@ -143,7 +144,8 @@ def parse_args(argv: list[str], environ: dict | None = None) -> Options:
         elif key == "w":
             o.weights = True
         elif key == "V":
-            raise Usage(version_line(), 0)
+            write_version()  # stdout: Slurm's line; stderr: plurm's
+            raise Usage("", 0)
         elif key == "help":
             raise Usage(HELP_TEXT, 0)
         elif key == "usage":

@@ -15,7 +15,8 @@ import sys
 import time
 
 from plurm.common.cli import Usage, getopt_or_usage
-from plurm.tools.display import JOB_STATE_CODES, JOB_STATE_NAMES, run_iterating, version_line
+from plurm import write_version
+from plurm.tools.display import JOB_STATE_CODES, JOB_STATE_NAMES, run_iterating
 from plurm.tools.squeuefmt import (
     PROG,
     START_FORMAT,
@@ -25,7 +26,6 @@ from plurm.tools.squeuefmt import (
     date_line,
     error_text,
     format_jobs,
-    format_steps_header,
     job_format,
     sort_jobs,
 )
@@ -205,7 +205,8 @@ def parse_args(argv: list[str], environ: dict | None = None) -> Options:
         elif key == "v":
             o.verbose += 1
         elif key == "V":
-            raise Usage(version_line(), 0)
+            write_version()  # stdout: Slurm's line; stderr: plurm's
+            raise Usage("", 0)
         elif key == "w":
             from plurm.grammar.hostlist import HostlistError, expand
 
@@ -357,8 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         (sys.stdout if exc.stream == "stdout" else sys.stderr).write(exc.text)
         return exc.code
     if opts.steps is not None:
-        sys.stdout.write(format_steps_header(opts, Context(time.time())))
-        return 0
+        from plurm.tools.squeuesteps import run_steps
+
+        return run_iterating(lambda: run_steps(opts), opts.iterate)
     return run_iterating(lambda: run_once(opts), opts.iterate)
 
 

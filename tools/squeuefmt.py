@@ -163,6 +163,14 @@ def _end_time(job: dict) -> float | None:
 
 
 def _tres_per_node(job: dict) -> str:
+def _end_text(job: dict, ctx: Context) -> tuple[str, bool]:
+    """%e: a running job without a limit has no end: NONE (as squeue 22.05.8); else N/A or the time."""
+    end = _end_time(job)
+    if end is None and job_state(job) in ("RUNNING", "SUSPENDED") and job.get("time_limit") is None:
+        return "NONE", True
+    return _time(end, ctx)
+
+
     gres = _spec(job).get("gres")
     if not gres:
         return "N/A"
@@ -238,7 +246,7 @@ FIELDS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "C": ("CPUS", ("numcpus",), lambda j, c: (str(_num_cpus(j)), True)),
     "d": ("MIN_TMP_DISK", ("mintmpdisk",), lambda j, c: ("0", True)),
     "D": ("NODES", ("numnodes",), lambda j, c: (str(_num_nodes(j)), True)),
-    "e": ("END_TIME", ("endtime",), lambda j, c: _time(_end_time(j), c)),
+    "e": ("END_TIME", ("endtime",), lambda j, c: _end_text(j, c)),
     "E": ("DEPENDENCY", ("dependency",), lambda j, c: (_null(_spec(j).get("dependency")), True)),
     "f": ("FEATURES", ("feature",), lambda j, c: ("(null)", True)),
     "F": ("ARRAY_JOB_ID", ("arrayjobid",), lambda j, c: (
@@ -473,11 +481,3 @@ def format_jobs(jobs: list[dict], opts: Options, ctx: Context) -> str:
     for job in expand_rows(rows, opts.array):
         out.append(format_line(fields, job, ctx))
     return "".join(out)
-
-
-def format_steps_header(opts: Options, ctx: Context) -> str:
-    if opts.noheader:
-        return ""
-    fields = parse_format(STEP_FORMAT)
-    titles = {"i": "STEPID", "j": "NAME", "P": "PARTITION", "u": "USER", "M": "TIME", "N": "NODELIST"}
-    return render(fields, [("", True) if f.key is None else (titles[f.key], True) for f in fields]) + "\n"

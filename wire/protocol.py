@@ -73,6 +73,12 @@ class SuspendJob(Msg):
     resume: bool = False
 
 
+class StepInfoRequest(Msg):
+    """squeue -s, scontrol show step(s), sstat: the running steps (of these jobs; empty: all)."""
+
+    job_ids: list[str] = []  # "12", "12_3": the steps of these jobs
+
+
 class UpdateNode(Msg):
     nodes: list[str]
     state: str | None = None  # DRAIN, RESUME, DOWN, IDLE, UNDRAIN, CANCEL_REBOOT
@@ -318,6 +324,7 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "update_job": UpdateJob,
     "requeue_job": RequeueJob,
     "suspend_job": SuspendJob,
+    "step_info": StepInfoRequest,
     "update_node": UpdateNode,
     "reboot_nodes": RebootNodes,
     "reconfigure": Reconfigure,
