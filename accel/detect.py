@@ -10,6 +10,7 @@ run in parallel, one probe each.  Detection results are cached per process.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -24,6 +25,8 @@ from typing import Any, Literal
 from plurm.accel.model import HEALTH_OK, Device
 from plurm.plugins.manager import PluginManager, get_plugin_manager
 from plurm.plugins.types import AccelBackend, Ref, callable_path
+
+log = logging.getLogger("plurm.accel")
 
 __all__ = [
     "AUTODETECT_BACKENDS", "DetectionResult", "backends_for_autodetect", "check_against_conf",
@@ -50,11 +53,14 @@ class DetectionResult:
     ``errors``: a backend that failed (raised, crashed, hung, bad output) or that was
     asked for by name but is not available.  ``skipped``: backends that ``auto``
     tried and whose library is simply absent on this node (normal, logged at info).
+    ``excluded``: devices a backend found but does not offer (an OpenCL device no
+    kernel builds for), by label, with the reason; each is logged at warning.
     """
 
     devices: list[Device] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    excluded: dict[str, str] = field(default_factory=dict)
 
     def by_backend(self, name: str) -> list[Device]:
         return [d for d in self.devices if d.backend == name]
@@ -68,7 +74,13 @@ class ProbeError(Exception):
 
 def run_probe(backend: str, op: str, target: Ref, payload: Mapping[str, Any],
               timeout_s: float) -> Any:
-    """Run ``target`` for ``op`` in a probe subprocess; its result, or ``ProbeError``.
+    """Run ``target`` for ``op`` in a probe subprocess; its result, or ``ProbeError``."""
+    return probe_reply(backend, op, target, payload, timeout_s).get("result")
+
+
+def probe_reply(backend: str, op: str, target: Ref, payload: Mapping[str, Any],
+                timeout_s: float) -> dict[str, Any]:
+    """The probe's whole reply (``result`` and notes such as ``excluded``), or ``ProbeError``.
 
     The probe gets a session of its own so that a timeout kills it and anything it
     started; stdout carries only the JSON reply (the probe keeps library chatter on
@@ -101,9 +113,11 @@ def run_probe(backend: str, op: str, target: Ref, payload: Mapping[str, Any],
     except ValueError:
         raise ProbeError(f"{op} probe exited with status {proc.returncode} and no reply"
                          f"{_tail(err)}") from None
+    if not isinstance(reply, dict):
+        raise ProbeError(f"{op} probe replied {type(reply).__name__}, not an object")
     if not reply.get("ok"):
         raise ProbeError(str(reply.get("error")), bool(reply.get("unavailable")))
-    return reply.get("result")
+    return reply
 
 
 def _tail(err: bytes) -> str:
@@ -180,11 +194,15 @@ def detect(backends: Sequence[str] | Literal["auto"] = "auto", timeout_s: float 
         if not refresh and key in _cache:
             return _cache[key]
 
-    def one(name: str) -> tuple[str, list[Device] | ProbeError]:
+    def one(name: str) -> tuple[str, tuple[list[Device], dict[str, str]] | ProbeError]:
         try:
             record = pm.get_accel_backend(name)
-            data = run_probe(name, "detect", record.detect, {"options": opts}, timeout_s)
-            return name, [Device.from_dict(d) for d in data]
+            reply = probe_reply(name, "detect", record.detect, {"options": opts}, timeout_s)
+            excluded = reply.get("excluded") or {}
+            if not isinstance(excluded, dict):
+                raise ProbeError(f"detect probe's 'excluded' is {type(excluded).__name__}")
+            return name, ([Device.from_dict(d) for d in reply.get("result") or []],
+                          {str(k): str(v) for k, v in excluded.items()})
         except ProbeError as exc:
             return name, exc
         except Exception as exc:  # unknown name, unimportable target, bad reply
@@ -199,7 +217,12 @@ def detect(backends: Sequence[str] | Literal["auto"] = "auto", timeout_s: float 
                 target = result.skipped if auto and outcome.unavailable else result.errors
                 target[name] = str(outcome)
             else:
-                result.devices.extend(outcome)
+                found, excluded = outcome
+                result.devices.extend(found)
+                for label, why in excluded.items():
+                    # The node daemon's log is where an admin looks for a missing GPU.
+                    log.warning("accelerator %s not offered: %s", label, why)
+                    result.excluded[label] = why
     with _cache_lock:
         _cache[key] = result
     return result

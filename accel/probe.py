@@ -4,7 +4,9 @@
 
 Reads ``{"options": {...}, "devices": [...]}`` as JSON on stdin and writes one
 JSON reply on stdout: ``{"ok": true, "result": ...}`` or ``{"ok": false,
-"error": "...", "unavailable": bool}``.  ``accel.detect`` starts it with a
+"error": "...", "unavailable": bool}``.  A detect function may return a list
+with an ``excluded`` mapping (``accel.backends._util.Found``): devices it found
+but does not offer, and why; the reply carries it as ``"excluded"``.  ``accel.detect`` starts it with a
 timeout, so a vendor library that segfaults or hangs costs a probe, never the
 node daemon.  Without ``--target`` the probe finds BACKEND through the plugin
 manager (entry points); ``detect`` passes the target to skip that discovery.
@@ -21,7 +23,8 @@ from typing import Any
 OPS = ("detect", "usage", "health")
 
 
-def _run(backend: str, op: str, target: str | None, request: dict[str, Any]) -> Any:
+def _run(backend: str, op: str, target: str | None, request: dict[str, Any],
+         notes: dict[str, Any]) -> Any:
     from plurm.accel.model import Device
     from plurm.plugins.types import resolve
     if target is None:
@@ -37,6 +40,9 @@ def _run(backend: str, op: str, target: str | None, request: dict[str, Any]) -> 
     options = {str(k): str(v) for k, v in (request.get("options") or {}).items()}
     if op == "detect":
         found = fn(options)
+        excluded = getattr(found, "excluded", None)
+        if excluded:
+            notes["excluded"] = {str(k): str(v) for k, v in dict(excluded).items()}
         return [d.to_dict() if isinstance(d, Device) else Device.from_dict(d).to_dict()
                 for d in found]
     devices = [Device.from_dict(d) for d in request.get("devices") or []]
@@ -57,8 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         raw = sys.stdin.read()
         request = json.loads(raw) if raw.strip() else {}
-        reply: dict[str, Any] = {"ok": True,
-                                 "result": _run(args.backend, args.op, args.target, request)}
+        notes: dict[str, Any] = {}
+        result = _run(args.backend, args.op, args.target, request, notes)
+        reply: dict[str, Any] = {"ok": True, "result": result, **notes}
     except BaseException as exc:  # everything becomes an error entry, even SystemExit
         from plurm.accel.errors import BackendUnavailable
         reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}",

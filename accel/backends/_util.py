@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 MIB = 1024 * 1024
 DEFAULT_TEMP_LIMIT_C = 90
@@ -35,3 +36,17 @@ def sysfs_numa_node(pci_bus_id: str | None) -> int | None:
 
 def join_reasons(reasons: list[str]) -> str:
     return "; ".join(reasons) if reasons else "ok"
+
+
+class Found(list):  # type: ignore[type-arg]
+    """A backend's detected devices, plus the ones it found and left out.
+
+    A plain ``list`` of devices to every caller; ``excluded`` maps a device's
+    label (backend, platform and name) to why it is not offered.  The probe
+    forwards ``excluded`` to ``accel.detect``, which logs it in the node daemon's
+    log: a device left out must say why, or the node just looks short of GPUs.
+    """
+
+    def __init__(self, devices: Iterable[Any] = (), excluded: Mapping[str, str] | None = None) -> None:
+        super().__init__(devices)
+        self.excluded: dict[str, str] = dict(excluded or {})

@@ -17,12 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from opencl_oracle import cpu_devices_that_compute
 from plurmtest import Cluster, command, free_ports, wait_for, write_key
 
 cl = pytest.importorskip("pyopencl")
 pytest.importorskip("pynvml")
 pytest.importorskip("numpy")
 
+# What PoCL 3.0 refuses at clBuildProgram (test_opencl.py says why this stands for an unknown CPU).
+BROKEN_COMPILER = {"POCL_EXTRA_BUILD_FLAGS": "-target-cpu generic"}
 H200 = {"name": "NVIDIA H200", "mem_total_mb": 143771, "mem_used_mb": 1024, "util": 37, "temp": 45}
 
 
@@ -61,7 +64,7 @@ def _acme_site(base: Path) -> Path:
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory: pytest.TempPathFactory, nvml_libdir: Path, amdsmi_root: Path) -> Iterator[dict]:
     base = tmp_path_factory.mktemp("mixed")
-    ctld, nv1, nv2, amd1, cl1, hang1, acme1 = free_ports(7)
+    ctld, nv1, nv2, amd1, cl1, clbad, hang1, acme1 = free_ports(8)
     (base / "slurm.conf").write_text(f"""ClusterName=mixed
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort={ctld}
@@ -74,13 +77,14 @@ NodeName=nv1 Port={nv1} Gres=gpu:h200:2
 NodeName=nv2 Port={nv2} Gres=gpu:h200:4
 NodeName=amd1 Port={amd1} Gres=gpu:mi300x:2
 NodeName=cl1 Port={cl1} Gres=gpu:1
+NodeName=clbad Port={clbad} Gres=gpu:1
 NodeName=hang1 Port={hang1} Gres=gpu:h200:2
 NodeName=acme1 Port={acme1} Gres=gpu:1
 PartitionName=all Nodes=ALL Default=YES
 """)
     (base / "gres.conf").write_text("""NodeName=nv[1-2],hang1 AutoDetect=nvml
 NodeName=amd1 AutoDetect=rsmi
-NodeName=cl1 AutoDetect=opencl
+NodeName=cl1,clbad AutoDetect=opencl
 NodeName=acme1 AutoDetect=acme
 """)
     write_key(base / "slurm.key")
@@ -95,6 +99,8 @@ NodeName=acme1 AutoDetect=acme
         "nv2": {"LD_LIBRARY_PATH": str(nvml_libdir), "FAKE_NVML_CONFIG": str(base / "nv2.inv")},
         "amd1": {"ROCM_PATH": str(amdsmi_root), "FAKE_AMDSMI_CONFIG": str(base / "amd1.inv")},
         "cl1": {"PLURM_OPENCL_DEVICE_TYPES": "all"},
+        # Its OpenCL compiler cannot build (as PoCL on a CPU its LLVM does not know).
+        "clbad": {"PLURM_OPENCL_DEVICE_TYPES": "all", **BROKEN_COMPILER},
         # Its NVML hangs: detection gives up after the timeout, plurmd carries on.
         "hang1": {"LD_LIBRARY_PATH": str(nvml_libdir), "FAKE_NVML_CONFIG": str(base / "hang1.inv"),
                   "PLURM_ACCEL_DETECT_TIMEOUT": "2"},
@@ -113,12 +119,12 @@ NodeName=acme1 AutoDetect=acme
 
     def registered() -> bool:
         try:
-            return len([n for n in cluster.request("node_info", {})["nodes"] if n.get("responding")]) == 6
+            return len([n for n in cluster.request("node_info", {})["nodes"] if n.get("responding")]) == 7
         except Exception:
             return False
 
     try:
-        wait_for(registered, timeout=60, what="6 nodes to register")
+        wait_for(registered, timeout=60, what="7 nodes to register")
         yield {"cluster": cluster, "base": base}
     finally:
         for proc in procs:
@@ -131,11 +137,18 @@ def _node(cluster: Cluster, name: str) -> dict:
     return next(n for n in cluster.request("node_info", {})["nodes"] if n["name"] == name)
 
 
-def test_each_vendor_detected_and_bound(mixed: dict, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def opencl_computes() -> bool:
+    """pyopencl itself, asked directly: does this host's PoCL build and run a kernel?"""
+    return any(cpu_devices_that_compute().values())
+
+
+def test_each_vendor_detected_and_bound(mixed: dict, tmp_path: Path, opencl_computes: bool) -> None:
     c: Cluster = mixed["cluster"]
     assert [d["vendor"] for d in _node(c, "nv1")["devices"]] == ["nvidia", "nvidia"]
     assert [d["model"] for d in _node(c, "amd1")["devices"]] == ["AMD Instinct MI300X"] * 2
-    assert [d["backend"] for d in _node(c, "cl1")["devices"]] == ["opencl"]
+    # Offered exactly where a kernel builds (PoCL fails on CPUs its LLVM does not know).
+    assert [d["backend"] for d in _node(c, "cl1").get("devices", [])] == (["opencl"] if opencl_computes else [])
     show = "env | grep -E '^(CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|SLURM_JOB_GPUS)=' | sort"
     nvidia = c.sbatch("--gres=gpu:h200:1", "--wrap", show, cwd=tmp_path)
     amd = c.sbatch("--gres=gpu:mi300x:2", "--wrap", show, cwd=tmp_path)
@@ -147,8 +160,31 @@ def test_each_vendor_detected_and_bound(mixed: dict, tmp_path: Path) -> None:
         "GPU_DEVICE_ORDINAL=0,1\nROCR_VISIBLE_DEVICES=0,1\nSLURM_JOB_GPUS=0,1\n"
 
 
-def test_opencl_job_runs_a_kernel_on_its_device(mixed: dict, tmp_path: Path) -> None:
+def _not_offered_lines(mixed: dict, node: str) -> list[str]:
+    return [ln for ln in (mixed["base"] / f"{node}.log").read_text().splitlines()
+            if "not offered: kernel build failed" in ln]
+
+
+def test_a_device_no_kernel_builds_for_is_not_offered(mixed: dict) -> None:
+    """A node whose OpenCL compiler fails offers no device, drains as Slurm does, and says why."""
+    node = _node(mixed["cluster"], "clbad")
+    assert node.get("devices", []) == []
+    assert node["drain"] and node["reason"] == "gres/gpu count reported lower than configured (0 < 1)"
+    (line,) = _not_offered_lines(mixed, "clbad")
+    assert "accelerator opencl:Portable Computing Language:" in line
+    assert line.endswith("kernel build failed: clBuildProgram failed: INVALID_BUILD_OPTIONS; "
+                         "Invalid build option: -target-cpu")
+
+
+def test_opencl_job_runs_a_kernel_on_its_device(mixed: dict, tmp_path: Path, opencl_computes: bool) -> None:
     c: Cluster = mixed["cluster"]
+    if not opencl_computes:
+        # The device is honestly absent: cl1 drains with Slurm's reason and its log says why.
+        node = _node(c, "cl1")
+        assert node.get("devices", []) == [] and node["drain"]
+        assert node["reason"] == "gres/gpu count reported lower than configured (0 < 1)"
+        assert _not_offered_lines(mixed, "cl1")
+        return
     script = tmp_path / "kernel.py"
     script.write_text(f"""#!{sys.executable}
 import os
