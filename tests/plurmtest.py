@@ -57,13 +57,23 @@ class Cluster:
         return request(msg_type, body, read_settings(str(self.conf)))
 
     def wait_state(self, job_id: int | str, states: set[str] | str, timeout: float = 30.0) -> dict:
+        """The job once it is in one of ``states`` (and done completing).
+
+        A job that reaches a different final state (FAILED while the test waits for
+        COMPLETED) never gets there: fail at once with the state seen, the exit
+        code and the end of its output, instead of waiting out the timeout.
+        """
         states = {states} if isinstance(states, str) else states
         deadline = time.monotonic() + timeout
         job: dict = {}
         while time.monotonic() < deadline:
             job = self.job(job_id)
-            if job.get("state", "PENDING") in states and not job.get("completing"):
-                return job
+            state = job.get("state", "PENDING")
+            if not job.get("completing"):
+                if state in states:
+                    return job
+                if state in FINISHED_STATES:
+                    raise AssertionError(ended_otherwise(job_id, job, states))
             time.sleep(0.05)
         raise AssertionError(f"job {job_id} not in {states} after {timeout}s: {job}")
 
@@ -82,6 +92,24 @@ class Cluster:
 
     def down(self) -> subprocess.CompletedProcess:
         return self.run("plurm", "cluster", "down", "--dir", str(self.dir))
+
+
+# A job in one of these (and not completing) never changes state again, short of
+# a requeue, which puts it back to PENDING at once (plurm.wire.model says the same).
+FINISHED_STATES = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+                             "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"})
+
+
+def ended_otherwise(job_id: int | str, job: dict, wanted: set[str]) -> str:
+    """Why waiting for ``wanted`` is over: the final state seen, and the job's own words."""
+    spec = job.get("spec") or {}
+    text = f"job {job_id} ended {job.get('state')} (exit code {job.get('exit_code', 0)}, " \
+           f"reason {job.get('reason', 'None')}) while waiting for {sorted(wanted)}"
+    out = Path(spec.get("work_dir") or "/") / (spec.get("stdout") or f"slurm-{job_id}.out")
+    if "%" not in str(out) and out.is_file():
+        tail = out.read_text(errors="replace")[-1500:]
+        text += f"; the end of {out}:\n{tail}"
+    return f"{text}\njob: {job}"
 
 
 def start_cluster(base: Path, nodes: int = 4, cpus: int = 4, memory: int = 4000, gres: str = "") -> Cluster:
