@@ -117,6 +117,7 @@ setup(
         "pluggy>=1.3",
         "psutil>=5.9",
         "python-daemon>=3",  # plurmctld/plurmd without -D (plurm.common.daemon)
+        "PyYAML>=5.1",  # --yaml on squeue, sinfo, sacct, sshare, scontrol (imported only then)
     ],
     extras_require={
         "test": [
@@ -134,6 +135,10 @@ setup(
             "numpy",
             "matplotlib",  # plurm simulate's plots (tests/tools/simulate)
             "psycopg[binary]>=3.1",  # the PostgreSQL store and the standby (tests/failover)
+            # --json/--yaml checked against slurmrestd's OpenAPI schemas (tests/tools/test_json_output.py);
+            # the registry API that resolves the specs' $refs came with these versions
+            "jsonschema>=4.18",
+            "openapi-schema-validator>=0.6",
         ],
         "sim": ["matplotlib>=3.5"],
         # StateSaveLocation=postgresql://...: a store two controllers share (imported only then)

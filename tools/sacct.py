@@ -30,7 +30,7 @@ _LONG = {
     "completion": ("c", 0), "delimiter": ("delimiter", 1), "duplicates": ("D", 0),
     "helpformat": ("e", 0), "endtime": ("E", 1), "env-vars": ("env-vars", 0),
     "federation": ("federation", 0), "file": ("f", 1), "gid": ("g", 1), "group": ("g", 1),
-    "help": ("h", 0), "nnodes": ("i", 1), "ncpus": ("I", 1), "jobs": ("j", 1), "json": ("json", 0),
+    "help": ("h", 0), "nnodes": ("i", 1), "ncpus": ("I", 1), "jobs": ("j", 1), "json": ("json", 2),
     "timelimit-min": ("k", 1), "timelimit-max": ("K", 1), "local": ("local", 0), "long": ("l", 0),
     "allclusters": ("L", 0), "clusters": ("M", 1), "noheader": ("n", 0),
     "noconvert": ("noconvert", 0), "nodelist": ("N", 1), "name": ("name", 1), "format": ("o", 1),
@@ -38,7 +38,7 @@ _LONG = {
     "state": ("s", 1), "starttime": ("S", 1), "truncate": ("T", 0), "uid": ("u", 1),
     "user": ("u", 1), "units": ("units", 1), "usage": ("usage", 0), "verbose": ("v", 0),
     "version": ("V", 0), "wckeys": ("W", 1), "whole-hetjob": ("whole-hetjob", 2),
-    "associations": ("x", 1), "allocations": ("X", 0), "yaml": ("yaml", 0),
+    "associations": ("x", 1), "allocations": ("X", 0), "yaml": ("yaml", 2),
 }
 
 USAGE = "Usage: sacct [options]\n\tUse --help for help\n"
@@ -134,6 +134,8 @@ class Options:
         self.partitions: list[str] = []
         self.names: list[str] = []
         self.action: str | None = None  # help | usage | version | helpformat
+        self.output = None  # --json/--yaml: a plurm.tools.dataparser.emit.Output
+        self.argv: list[str] = []  # the command line, for --json's meta
 
 
 def _split(value: str) -> list[str]:
@@ -142,6 +144,7 @@ def _split(value: str) -> list[str]:
 
 def parse_args(argv: list[str]) -> Options:
     opts = Options()
+    opts.argv = list(argv)
     try:
         pairs, rest = getopt_long(PROG, argv, _SHORT, _LONG)
     except OptionError as exc:
@@ -190,6 +193,16 @@ def parse_args(argv: list[str]) -> Options:
             opts.action = opts.action or "version"
         elif key == "e":
             opts.action = opts.action or "helpformat"
+        elif key in ("json", "yaml"):
+            from plurm.tools.dataparser.emit import OutputError, parse as parse_output
+
+            try:
+                opts.output = parse_output(PROG, key, value or None)
+            except OutputError as exc:
+                if exc.code == 0:
+                    sys.stdout.write(exc.text)
+                    raise SystemExit(0) from None
+                raise UsageError(exc.text.rstrip("\n")) from None
         # Everything else is accepted and has no effect in plurm.
     if rest:
         # sacct takes no operands; Slurm treats a stray word as a job list.
@@ -292,9 +305,25 @@ def run(opts: Options) -> int:
         sys.stderr.write(f"{PROG}: error: Problem talking to the database: {exc}\n")
         return 1
     rows = select_rows(reply, opts, now)
+    if opts.output is not None:
+        return _write_json(opts, reply, rows, now)
     delimiter = opts.delimiter if opts.parsable else None
     sys.stdout.write(sacctfmt.sacct_table(fields, rows, header=not opts.noheader, delimiter=delimiter,
                                           trailing=opts.parsable == "p"))
+    return 0
+
+
+def _write_json(opts: Options, reply: dict, rows: list[dict[str, str]], now: float) -> int:
+    """--json/--yaml: slurmdbd's jobs response for the jobs and steps the table would list."""
+    from plurm.tools.dataparser import accounting, emit
+
+    listed = {row["JobIDRaw"] for row in rows}
+    jobs = [j for j in reply.get("jobs", []) if str(j["job_id"]) in listed]
+    jobs.sort(key=lambda j: (j.get("submit_time") or 0.0, j["job_id"]))
+    steps = [s for s in reply.get("steps", []) if f"{s['job_id']}.{s['step_id']}" in listed]
+    cluster = reply.get("cluster", "")
+    obj = accounting.jobs_resp(jobs, steps, now, emit.meta(PROG, opts.argv, opts.output, cluster, True), cluster)
+    emit.write(obj, opts.output)
     return 0
 
 

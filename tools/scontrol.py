@@ -47,6 +47,8 @@ class Scontrol:
         self.verbose = 0
         self.all = False
         self.rc = 0
+        self.output = None  # --json/--yaml: a plurm.tools.dataparser.emit.Output
+        self.argv: list[str] = []  # the command line, for --json's meta
 
     # ------------------------------------------------------------------ plumbing
     def request(self, msg_type: str, body: dict) -> dict:
@@ -151,7 +153,26 @@ class Scontrol:
         scontrol_ctld.takeover(self, args)
 
     # ------------------------------------------------------------------ show
+    def take_output(self, key: str, value: str | None) -> bool:
+        """``--json[=data_parser]``/``--yaml[=...]``: False (after the message) when refused."""
+        from plurm.tools.dataparser.emit import OutputError, parse
+
+        try:
+            self.output = parse(PROG, key, value)
+        except OutputError as exc:
+            (sys.stderr if exc.code else sys.stdout).write(exc.text)
+            self.rc = exc.code
+            return False
+        return True
+
     def cmd_show(self, args: list[str]) -> None:
+        # Slurm's getopt permutes: `scontrol show job 5 --json` is the option, not an id.
+        for word in [a for a in args if a.startswith(("--json", "--yaml"))]:
+            name, eq, value = word[2:].partition("=")
+            if name in ("json", "yaml"):
+                args = [a for a in args if a != word]
+                if not self.take_output(name, value if eq else None):
+                    return
         if not args:
             self.error("scontrol: error: too few arguments for keyword:show")
             return
@@ -180,6 +201,10 @@ class Scontrol:
             self.show_steps(rest)
         else:
             self.error(f"scontrol: error: show {entity} is not supported by plurm")
+
+    def _json(self, text_rc: tuple[str, int]) -> None:
+        sys.stdout.write(text_rc[0])
+        self.rc = max(self.rc, text_rc[1])
 
     def _def_mem_per_cpu(self, jobs: list[dict]) -> int | None:
         """DefMemPerCPU, asked for only when a job's memory is neither given nor allocated."""
@@ -211,10 +236,21 @@ class Scontrol:
         try:
             reply = self.request("job_info", body)
         except ClientError as exc:
+            if self.output is not None:
+                from plurm.tools.dataparser import show
+
+                sys.stdout.write(show.failed(self.output, self.argv, "jobs", str(exc), "slurm_load_jobs"))
             self.error(f"slurm_load_jobs error: {exc}")
             return
         jobs = reply.get("jobs", [])
         now = reply.get("now") or time.time()
+        if self.output is not None:
+            from plurm.tools.dataparser import show
+
+            jobs.sort(key=lambda j: j["job_id"])
+            self._json(show.show_jobs(self.output, self.argv, reply, jobs, now, bool(rest) and not jobs,
+                                      self._def_mem_per_cpu(jobs)))
+            return
         if not jobs:
             if rest:
                 self.error("slurm_load_jobs error: Invalid job id specified")
@@ -250,9 +286,20 @@ class Scontrol:
         try:
             reply = self.request("node_info", body)
         except ClientError as exc:
+            if self.output is not None:
+                from plurm.tools.dataparser import show
+
+                sys.stdout.write(show.failed(self.output, self.argv, "nodes", str(exc), "slurm_load_node"))
             self.error(f"slurm_load_node error: {exc}")
             return
         nodes = {n["name"]: n for n in reply.get("nodes", [])}
+        if self.output is not None:
+            from plurm.tools.dataparser import show
+
+            found = [nodes[n] for n in wanted if n in nodes] if wanted else list(nodes.values())
+            self._json(show.show_nodes(self.output, self.argv, reply, found, reply.get("now") or time.time(),
+                                       bool(wanted) and not found))
+            return
         if wanted:
             missing = [n for n in wanted if n not in nodes]
             if missing and not nodes:
@@ -273,10 +320,22 @@ class Scontrol:
         try:
             reply = self.request("node_info", body)
         except ClientError as exc:
+            if self.output is not None:
+                from plurm.tools.dataparser import show
+
+                sys.stdout.write(show.failed(self.output, self.argv, "partitions", str(exc),
+                                             "slurm_load_partitions"))
             self.error(f"slurm_load_partitions error: {exc}")
             return
         nodes = {n["name"]: n for n in reply.get("nodes", [])}
         parts = reply.get("partitions", [])
+        if self.output is not None:
+            from plurm.tools.dataparser import show
+
+            found = [p for p in parts if p["name"] == rest[0]] if rest else parts
+            self._json(show.show_partitions(self.output, self.argv, reply, found, reply.get("now") or time.time(),
+                                            bool(rest) and not found))
+            return
         if rest:
             parts = [p for p in parts if p["name"] == rest[0]]
             if not parts:
@@ -523,17 +582,20 @@ _LONG = {
     "help": ("h", 0), "hide": ("hide", 0), "local": ("local", 0), "cluster": ("M", 1),
     "clusters": ("M", 1), "oneliner": ("o", 0), "quiet": ("Q", 0), "sibling": ("sibling", 0),
     "uid": ("u", 1), "verbose": ("v", 0), "version": ("V", 0), "usage": ("h", 0),
+    "json": ("json", 2), "yaml": ("yaml", 2),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     sc = Scontrol()
+    sc.argv = list(argv)
     # getopt_long with '+': the first word that is not an option starts the command
     it = iter_getopt(PROG, argv, Table(_SHORT, _LONG))
     while True:
         try:
-            key = next(it).key
+            parsed = next(it)
+            key = parsed.key
         except StopIteration as stop:
             words: list[str] = stop.value
             break
@@ -553,6 +615,9 @@ def main(argv: list[str] | None = None) -> int:
         elif key == "V":
             sc.cmd_version([])
             return 0
+        elif key in ("json", "yaml"):
+            if not sc.take_output(key, parsed.value):
+                return sc.rc
         elif key == "h":
             from plurm.tools.scontrol_help import HELP
 

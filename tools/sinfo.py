@@ -145,7 +145,12 @@ def parse_args(argv: list[str], environ: dict | None = None) -> Options:
         elif key == "hide":
             o.all = False
         elif key in ("json", "yaml"):
-            raise Usage(error_text(f"--{key} output is not supported by plurm's sinfo"), 1, "stderr")
+            from plurm.tools.dataparser.emit import OutputError, parse as parse_output
+
+            try:
+                o.output = parse_output(PROG, key, value)
+            except OutputError as exc:
+                raise Usage(exc.text, exc.code, "stderr" if exc.code else "stdout") from None
     if opt_a and opt_p:
         raise Usage(error_text("Conflicting options, -a and -p, specified. Please choose one or the other."),
                     1, "stderr")
@@ -190,15 +195,40 @@ def run_once(opts: Options) -> tuple[list[tuple[str, str]], int]:
     try:
         reply = request("node_info", {"nodes": [], "partitions": opts.partitions})
     except ClientError as exc:
+        if opts.output is not None:
+            return _json_once(opts, {}, _load_error(exc).split(": ", 1)[-1].strip())
         return [("out", date_line(opts, time.time())), ("err", _load_error(exc))], 1
+    if opts.output is not None:
+        return _json_once(opts, reply)
     ctx = Context(reply.get("now") or time.time(), cluster=reply.get("cluster", ""))
     _, errors = build_fields(opts)
     return [("err", "".join(errors)),
             ("out", format_sinfo(reply.get("nodes", []), reply.get("partitions", []), opts, ctx))], 0
 
 
+def _json_once(opts: Options, reply: dict, error: str | None = None) -> tuple[list[tuple[str, str]], int]:
+    """--json/--yaml: sinfo's lines (the groups of alike nodes the table would print)."""
+    from plurm.tools.dataparser import emit, nodes
+    from plurm.tools.sinfo_records import build_records
+    from plurm.tools.sinfofmt import sort_records
+
+    fields, _ = build_fields(opts)
+    node_list = reply.get("nodes", [])
+    records = build_records(node_list, reply.get("partitions", []), opts, {f.key for f in fields if f.key})
+    records = sort_records(records, opts.sort, opts.node_flag)
+    cluster = reply.get("cluster", "")
+    errors = emit.load_errors(error, "slurm_load_partitions") if error else None
+    obj = nodes.sinfo_resp(records, {n["name"]: n for n in node_list},
+                           emit.meta(PROG, _ARGV, opts.output, cluster), cluster, errors=errors)
+    return [("out", emit.text(obj, opts.output))], 1 if error else 0
+
+
+_ARGV: list[str] = []  # the command line, for --json's meta
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _ARGV[:] = argv
     try:
         opts = parse_args(argv)
     except Usage as exc:

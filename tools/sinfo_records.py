@@ -206,6 +206,7 @@ class Options:
         self.verbose = 0
         self.node_field_flag = False
         self.part_field_flag = False
+        self.output = None  # --json/--yaml: a plurm.tools.dataparser.emit.Output
 
 
 # ----------------------------------------------------------------------------- records

@@ -222,7 +222,12 @@ def parse_args(argv: list[str], environ: dict | None = None) -> Options:
         elif key == "usage":
             raise Usage(USAGE_TEXT, 0)
         elif key in ("json", "yaml"):
-            raise Usage(error_text(f"--{key} output is not supported by plurm's squeue"), 1, "stderr")
+            from plurm.tools.dataparser.emit import OutputError, parse as parse_output
+
+            try:
+                o.output = parse_output(PROG, key, value)
+            except OutputError as exc:
+                raise Usage(exc.text, exc.code, "stderr" if exc.code else "stdout") from None
         # -a, --hide, -M, -L, -R, -P, --local, --federation, --sibling, --noconvert,
         # --array-unique: accepted, nothing to do on a single cluster without hidden partitions.
     if o.long and o.format:
@@ -330,7 +335,11 @@ def run_once(opts: Options) -> tuple[list[tuple[str, str]], int]:
     try:
         reply = request("job_info", _request_body(opts))
     except ClientError as exc:
+        if opts.output is not None:
+            return _json_once(opts, {}, _load_error(exc).split(": ", 1)[-1].strip())
         return [("out", date_line(opts, time.time())), ("err", _load_error(exc))], 1
+    if opts.output is not None:
+        return _json_once(opts, reply)
     now = reply.get("now") or time.time()
     default_mem = None
     if _needs_default_mem(opts):
@@ -348,8 +357,27 @@ def run_once(opts: Options) -> tuple[list[tuple[str, str]], int]:
     return [("err", "".join(errors)), ("out", format_jobs(reply.get("jobs", []), opts, ctx))], 0
 
 
+def _json_once(opts: Options, reply: dict, error: str | None = None) -> tuple[list[tuple[str, str]], int]:
+    """--json/--yaml: the job info response of the jobs the table would list."""
+    from plurm.tools.dataparser import emit, jobs
+    from plurm.tools.squeuefmt import filter_jobs, select_array_tasks
+
+    rows = filter_jobs(reply.get("jobs", []), opts)
+    if opts.jobs:
+        rows = select_array_tasks(rows, opts.jobs)
+    cluster = reply.get("cluster", "")
+    errors = emit.load_errors(error, "slurm_load_jobs") if error else None
+    obj = jobs.job_info_resp(rows, reply.get("now") or time.time(),
+                             emit.meta(PROG, _ARGV, opts.output, cluster), cluster, errors=errors)
+    return [("out", emit.text(obj, opts.output))], 1 if error else 0
+
+
+_ARGV: list[str] = []  # the command line, for --json's meta
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _ARGV[:] = argv
     try:
         opts = parse_args(argv)
         if opts.sort:

@@ -62,6 +62,7 @@ class Options:
         self.users: list[str] = []
         self.nodes: list[str] = []
         self.verbose = 0
+        self.output = None  # --json/--yaml: a plurm.tools.dataparser.emit.Output
 
 
 # ----------------------------------------------------------------------------- rows

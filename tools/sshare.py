@@ -32,7 +32,7 @@ _LONG = {
     "partition": ("m", 0), "cluster": ("M", 1), "clusters": ("M", 1), "noconvert": ("n", 0),
     "noheader": ("h", 0), "format": ("o", 1), "parsable": ("p", 0), "parsable2": ("P", 0),
     "users": ("u", 1), "Users": ("U", 0), "verbose": ("v", 0), "version": ("V", 0),
-    "help": ("help", 0), "usage": ("usage", 0),
+    "help": ("help", 0), "usage": ("usage", 0), "json": ("json", 2), "yaml": ("yaml", 2),
 }
 USAGE = "Usage: sshare [-h] [-u user_list] [-V] [--help] [--usage]\n"
 
@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     header = True
     user = None
+    output = None  # --json/--yaml: a plurm.tools.dataparser.emit.Output
     try:
         pairs, _operands = getopt_or_usage("sshare", list(argv), _SHORT, _LONG)
     except Usage as exc:
@@ -61,6 +62,14 @@ def main(argv: list[str] | None = None) -> int:
         elif key in ("help", "usage"):
             sys.stdout.write(USAGE)
             return 0
+        elif key in ("json", "yaml"):
+            from plurm.tools.dataparser.emit import OutputError, parse as parse_output
+
+            try:
+                output = parse_output("sshare", key, value)
+            except OutputError as exc:
+                (sys.stderr if exc.code else sys.stdout).write(exc.text)
+                return exc.code
         # -a, -A, -e, -l, -m, -M, -n, -o, -p, -P, -U, -v: accepted, the layout is fixed
     from plurm.wire.client import ClientError, request
 
@@ -69,6 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     except ClientError as exc:
         print(f"sshare: error: {exc}", file=sys.stderr)
         return 1
+    if output is not None:
+        from plurm.tools.dataparser import emit, shares
+
+        lines = [s for s in reply["shares"] if user is None or s["user"] is None or s["user"] == user]
+        cluster = reply.get("cluster", "")
+        emit.write(shares.shares_resp(lines, emit.meta("sshare", list(argv), output, cluster), cluster), output)
+        return 0
     sys.stdout.write(render(reply["shares"], header, user=user))
     return 0
 
