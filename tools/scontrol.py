@@ -48,6 +48,7 @@ class Scontrol:
         self.all = False
         self.rc = 0
         self.output = None  # --json/--yaml: a plurm.tools.dataparser.emit.Output
+        self.cli_output = None  # the one given before the command words (holds for every line)
         self.argv: list[str] = []  # the command line, for --json's meta
 
     # ------------------------------------------------------------------ plumbing
@@ -166,6 +167,7 @@ class Scontrol:
         return True
 
     def cmd_show(self, args: list[str]) -> None:
+        self.output = self.cli_output  # (one given among a line's words holds for that line only)
         # Slurm's getopt permutes: `scontrol show job 5 --json` is the option, not an id.
         for word in [a for a in args if a.startswith(("--json", "--yaml"))]:
             name, eq, value = word[2:].partition("=")
@@ -185,6 +187,10 @@ class Scontrol:
             self.error(f"scontrol: error: invalid entity: {args[0]} for keyword:show")
             return
         rest = args[1:]
+        if self.output is not None and entity not in ("job", "jobs", "node", "nodes", "partition", "partitions"):
+            # (refused rather than answered as text: a tool reading JSON would choke on it)
+            self.error(f"scontrol: error: {self.output.mime.upper()} output of show {entity} is not supported by plurm")
+            return
         if entity in ("job", "jobs"):
             self.show_jobs(rest)
         elif entity in ("node", "nodes"):
@@ -618,6 +624,7 @@ def main(argv: list[str] | None = None) -> int:
         elif key in ("json", "yaml"):
             if not sc.take_output(key, parsed.value):
                 return sc.rc
+            sc.cli_output = sc.output
         elif key == "h":
             from plurm.tools.scontrol_help import HELP
 

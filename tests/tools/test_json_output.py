@@ -217,6 +217,17 @@ def test_scontrol_json_errors(jobs):
     assert obj["nodes"] == [] and obj["errors"][0]["error"] == "Invalid node name specified"
     proc = c.run("scontrol", "show", "partition", "nosuch", "--json")
     assert proc.returncode == 1 and json.loads(proc.stdout)["errors"][0]["error_number"] == 2000
+    proc = c.run("scontrol", "--json", "show", "config")  # (refused, not answered as text)
+    assert proc.returncode == 1 and proc.stdout == "" and "JSON output of show config" in proc.stderr
+
+
+def test_scontrol_interactive_json_holds_for_its_line(jobs):
+    c, _ = jobs
+    proc = c.run("scontrol", input="show partition --json\nshow partition\n")
+    assert proc.returncode == 0, proc.stderr
+    obj, end = json.JSONDecoder().raw_decode(proc.stdout)
+    assert [p["name"] for p in obj["partitions"]] == ["debug"]
+    assert proc.stdout[end:].lstrip().startswith("PartitionName=debug")
 
 
 # ----------------------------------------------------------------------------- sinfo
