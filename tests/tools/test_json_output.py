@@ -134,6 +134,15 @@ def test_squeue_json_default_filters_as_the_table(jobs):
     assert sorted(j["job_id"] for j in obj["jobs"]) == sorted([ids["running"], ids["held"]])
 
 
+def test_squeue_json_unknown_job(jobs):
+    c, _ = jobs
+    proc = c.run("squeue", "--json", "-j", "999999")
+    assert proc.returncode == 1
+    obj = json.loads(proc.stdout)
+    validate(obj, DEFAULT_VERSION, "openapi_job_info_resp")
+    assert obj["jobs"] == [] and [e["error_number"] for e in obj["errors"]] == [2017]
+
+
 def test_yaml_is_the_same_object(jobs):
     c, ids = jobs
     for args in (("squeue", "-t", "all"), ("scontrol", "show", "node"), ("sacct",), ("sinfo",), ("sshare",)):
