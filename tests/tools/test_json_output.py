@@ -318,3 +318,83 @@ def test_unknown_data_parser_version_is_refused(jobs, command):
     listing = c.run(*command, "--json=list")
     assert listing.returncode == 0
     assert [line.split()[-1] for line in listing.stdout.splitlines()[1:]] == [f"data_parser/{v}" for v in VERSIONS]
+
+
+# ----------------------------------------------------------------------------- builders alone
+# Records in states the cluster above does not reach, as the controller sends them (fields at
+# their default left out): the builders' objects still validate in every version.
+_SPEC = {"name": "edge", "work_dir": "/tmp", "user": "u1", "user_id": 1001, "group": "g1", "group_id": 1001}
+EDGE_JOBS = [
+    {"job_id": 40, "spec": dict(_SPEC, array_spec="1-9%2", array_max_running=2), "array_job_id": 40,
+     "array_pending": [3, 4, 5, 9], "reason": "JobArrayTaskLimit", "submit_time": 1.0e9},
+    {"job_id": 41, "spec": dict(_SPEC, mem_per_node=2048, time_limit=5, exc_nodes=["n2"], req_nodes=["n1"],
+                                dependency="afterok:40", nice=10, batch=False), "state": "CANCELLED",
+     "exit_code": 0, "exit_signal": 9, "start_time": 1.0e9 + 5, "end_time": 1.0e9 + 60, "nodes": ["n1"],
+     "cpus": [2], "mem": [2048], "time_limit": 5, "cancel_uid": 0},
+    {"job_id": 42, "spec": dict(_SPEC), "state": "SUSPENDED", "start_time": 1.0e9, "nodes": ["n1", "n2"],
+     "cpus": [1, 1], "suspend_time": 1.0e9 + 9, "restarts": 2, "held_by": None},
+    {"job_id": 43, "spec": dict(_SPEC), "state": "TIMEOUT", "completing": True, "start_time": 1.0e9,
+     "end_time": 1.0e9 + 61, "nodes": ["n3"], "cpus": [4], "exit_code": 0, "exit_signal": 15},
+]
+EDGE_NODES = [
+    {"name": "n1", "state": "DOWN+DRAIN*", "reason": "broken fan", "reason_time": 1.0e9, "reason_user": "root"},
+    {"name": "n2", "state": "IDLE+REBOOT_REQUESTED", "reboot_next": "DOWN", "features": ["a", "b"]},
+    {"name": "n3", "state": "MIXED+COMPLETING", "alloc_cpus": 3, "cpus": 4, "gres": ["gpu:a100:2"]},
+    {"name": "n4", "state": "UNKNOWN*", "cpu_load": None, "free_mem": None},
+]
+EDGE_PARTS = [
+    {"name": "short", "nodes": ["n1", "n2"], "max_time": 60, "default_time": 10, "max_nodes": 2, "min_nodes": 1,
+     "def_mem_per_cpu": 500, "max_mem_per_cpu": 1000, "oversubscribe": "FORCE", "preempt_mode": "requeue",
+     "allow_accounts": ["a1"], "allow_groups": ["g1"], "allow_qos": ["normal"], "state": "DRAIN",
+     "hidden": True},
+    {"name": "empty", "state": "INACTIVE"},
+]
+EDGE_STEPS = [
+    {"job_id": 41, "step_id": "batch", "name": "batch", "nodes": ["n1"], "state": "CANCELLED",
+     "exit_signal": 9, "start_time": 1.0e9 + 5, "end_time": 1.0e9 + 60},
+    {"job_id": 41, "step_id": "0", "name": "a.out", "nodes": ["n1"], "ntasks": 2, "cpus": 2,
+     "start_time": 1.0e9 + 6, "tres_usage_max": {"gres/gpuutil": "50"}},
+]
+EDGE_SHARES = [
+    {"account": "root", "user": None, "raw_shares": 1, "norm_shares": 1.0, "raw_usage": 0, "effective_usage": 1.0,
+     "fairshare": None, "depth": 0},
+    {"account": "a1", "user": None, "raw_shares": 10, "norm_shares": 0.5, "raw_usage": 100,
+     "effective_usage": 0.25, "fairshare": None, "depth": 1},
+    {"account": "a1", "user": "u1", "raw_shares": 1, "norm_shares": 0.5, "raw_usage": 100,
+     "effective_usage": 0.25, "fairshare": 0.75, "depth": 1},
+    {"account": "a2", "user": None, "raw_shares": 10, "norm_shares": 0.5, "raw_usage": 0,
+     "effective_usage": 0.0, "fairshare": None, "depth": 1},
+]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_builders_on_edge_records(version):
+    from plurm.tools.dataparser import accounting, jobs, nodes, shares, values
+    from plurm.tools.dataparser.versions import for_version
+
+    meta = values.meta(version, ["test"], "c1")
+    by_name = {n["name"]: n for n in EDGE_NODES}
+    checks = [
+        (jobs.job_info_resp(EDGE_JOBS, 1.0e9 + 100, meta, "c1"), "openapi_job_info_resp"),
+        (nodes.nodes_resp(EDGE_NODES, 1.0e9, meta, "c1"), "openapi_nodes_resp"),
+        (nodes.partition_resp(EDGE_PARTS, by_name, 1.0e9, meta, "c1"), "openapi_partition_resp"),
+        (accounting.jobs_resp(EDGE_JOBS, EDGE_STEPS, 1.0e9 + 100, meta, "c1"), "openapi_slurmdbd_jobs_resp"),
+        (shares.shares_resp(EDGE_SHARES, meta, "c1"), "openapi_shares_resp"),
+    ]
+    for obj, schema in checks:
+        validate(for_version(obj, version), version, schema)
+    job_info = {j["job_id"]: j for j in checks[0][0]["jobs"]}
+    assert job_info[40]["array_task_string"] == "3-5,9%2" and not job_info[40]["array_task_id"]["set"]
+    # A cancelled job keeps 0:0 (scontrol's ExitCode); the signal shows on its batch step.
+    assert job_info[41]["exit_code"]["status"] == ["SUCCESS"]
+    batch = checks[3][0]["jobs"][1]["steps"][0]
+    assert batch["step"]["id"] == "41.batch" and batch["exit_code"]["signal"]["name"] == "KILL"
+    assert job_info[43]["exit_code"]["status"] == ["SIGNALED"] and job_info[43]["exit_code"]["signal"]["name"] == "TERM"
+    assert job_info[43]["job_state"] == ["TIMEOUT", "COMPLETING"]
+    states = {n["name"]: n["state"] for n in checks[1][0]["nodes"]}
+    assert states == {"n1": ["DOWN", "DRAIN", "NOT_RESPONDING"], "n2": ["IDLE", "REBOOT_REQUESTED"],
+                      "n3": ["MIXED", "COMPLETING"], "n4": ["UNKNOWN", "NOT_RESPONDING"]}
+    short = checks[2][0]["partitions"][0]
+    assert short["maximums"]["time"]["number"] == 60 and short["maximums"]["oversubscribe"]["flags"] == ["force"]
+    parents = [(s["name"], s["parent"]) for s in checks[4][0]["shares"]["shares"]]
+    assert parents == [("root", ""), ("a1", "root"), ("u1", "a1"), ("a2", "root")]
