@@ -39,8 +39,10 @@ VENDOR_VARS: dict[str, tuple[str, ...]] = {
     "opencl": ("GPU_DEVICE_ORDINAL",),
     "none": (),
 }
-# A plain gres/gpu of unknown make: what Slurm 22.05 sets (reference capture).
-DEFAULT_VARS: tuple[str, ...] = ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+# A plain gres/gpu of unknown make: what Slurm 22.05 sets when gres.conf names no environment
+# flag, every vendor's variable (tests/integration/reference/env/slurm-22.05.json, gres_gpu1).
+DEFAULT_VARS: tuple[str, ...] = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL",
+                                 "ZE_AFFINITY_MASK")
 
 
 def vendor_env(devices: Sequence[Device], variables: Iterable[str],

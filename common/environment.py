@@ -1,8 +1,10 @@
 """The environment Slurm gives a batch script and each task of a step.
 
-Compare ../shared/reference/slurm-22.05/envfile_*.txt: the variables, their
-names and their formats (e.g. SLURM_TASKS_PER_NODE=2(x3),1) follow what
-the real slurmd sets.
+Every job kind's whole environment is compared with the real Slurm 22.05's in
+tests/integration/test_job_env_differential.py (captures in
+tests/integration/reference/env/): the variables, their names and their formats
+(e.g. SLURM_TASKS_PER_NODE=2(x3),1) follow what the real slurmd, srun and salloc set.
+Where a kind sets a variable and another does not, the function for that kind says so.
 """
 
 from __future__ import annotations
@@ -34,11 +36,12 @@ BINDING_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBL
 
 
 def default_binding(name: str, indices: list[int]) -> dict[str, str]:
-    """A plain gres/gpu of unknown make, as Slurm 22.05 binds it (shards: the node knows their gpus)."""
+    """A plain gres/gpu of unknown make, as Slurm 22.05 binds it when gres.conf names no
+    environment flag: every vendor's variable (shards: the node knows their gpus)."""
     if name != "gpu":
         return {}
     ids = ",".join(str(i) for i in sorted(indices))
-    return {"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids}
+    return {var: ids for var in BINDING_VARIABLES}
 
 
 def allocated_gpus(job: dict[str, Any], node_index: int) -> list[int]:
@@ -129,8 +132,13 @@ def job_variables(job: dict[str, Any], node_name: str, *, cluster: str, conf_pat
         env["SLURM_CPUS_PER_TASK"] = str(spec["cpus_per_task"])
     if spec.get("account"):
         env["SLURM_JOB_ACCOUNT"] = spec["account"]
-    if spec.get("qos"):
+        # With associations every job has a QOS: the association's default, "normal" unless
+        # set (without accounting Slurm sets neither variable: reference envfile_slurm-3).
+        env["SLURM_JOB_QOS"] = spec.get("qos") or "normal"
+    elif spec.get("qos"):
         env["SLURM_JOB_QOS"] = spec["qos"]
+    if spec.get("dependency"):
+        env["SLURM_JOB_DEPENDENCY"] = spec["dependency"]
     if job.get("array_job_id") is not None:
         indices = spec.get("array_indices") or [job.get("array_task_id", 0)]
         env["SLURM_ARRAY_JOB_ID"] = str(job["array_job_id"])
@@ -149,6 +157,10 @@ def batch_environment(job: dict[str, Any], submitted: dict[str, str], node_name:
     env = dict(submitted)
     env.update(job_variables(job, node_name, **where))
     env.update({"SLURM_GTIDS": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_PROCID": "0"})
+    # slurmd names the node (the anchor's nodes share one host: HOSTNAME=n2, not the host's name)
+    # and slurmstepd gives the job its TmpFS unless the job brought a TMPDIR of its own.
+    env["HOSTNAME"] = node_name
+    env.setdefault("TMPDIR", TMPFS)
     if job.get("restarts"):  # a requeued job's run (Slurm sets it only from the first restart)
         env["SLURM_RESTART_COUNT"] = str(job["restarts"])
     env.setdefault("ENVIRONMENT", "BATCH")
@@ -182,6 +194,84 @@ def task_environment(base: dict[str, str], *, job_id: int, step_id: int, rank: i
         "SLURM_JOBID": str(job_id),
     })
     env["SLURM_TASK_PID"] = str(os.getpid())
+    if local_id == 0:
+        # 22.05's slurmstepd gives TMPDIR to the first task it starts on a node only
+        # (srun.0 has TMPDIR=/tmp, srun.1 none, in the reference captures).
+        env.setdefault("TMPDIR", TMPFS)
+    return env
+
+
+TMPFS = "/tmp"  # slurm.conf's TmpFS default
+
+# What salloc gives its command (22.05): the allocation, none of the node's or the task's
+# variables (no SLURMD_NODENAME, ranks, SLURM_JOB_UID/GID/USER, SLURM_CPUS_ON_NODE,
+# SLURM_WORKING_CLUSTER, SLURM_PRIO_PROCESS), and memory only when asked for.
+SALLOC_VARIABLES = frozenset({
+    "SLURM_CLUSTER_NAME", "SLURM_CONF", "SLURM_JOBID", "SLURM_JOB_ID", "SLURM_JOB_ACCOUNT", "SLURM_JOB_QOS",
+    "SLURM_JOB_CPUS_PER_NODE", "SLURM_JOB_NAME", "SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES",
+    "SLURM_JOB_PARTITION", "SLURM_NNODES", "SLURM_NODELIST", "SLURM_NODE_ALIASES", "SLURM_SUBMIT_DIR",
+    "SLURM_SUBMIT_HOST", "SLURM_TASKS_PER_NODE", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NTASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK", "SLURM_JOB_DEPENDENCY", "SLURM_GPUS",
+})
+MEMORY_VARIABLES = ("SLURM_MEM_PER_NODE", "SLURM_MEM_PER_CPU")
+
+
+def _requested_memory(job: dict[str, Any], env: dict[str, str]) -> None:
+    """srun and salloc name the memory the user asked for, never the partition's default."""
+    spec = job["spec"]
+    for name in MEMORY_VARIABLES:
+        env.pop(name, None)
+    if spec.get("mem_per_node"):
+        env["SLURM_MEM_PER_NODE"] = str(spec["mem_per_node"])
+    elif spec.get("mem_per_cpu"):
+        env["SLURM_MEM_PER_CPU"] = str(spec["mem_per_cpu"])
+
+
+def salloc_environment(environ: dict[str, str], job: dict[str, Any], **where: Any) -> dict[str, str]:
+    """The environment salloc runs its command (or shell) in, on the submit host."""
+    env = dict(environ)
+    allocation = job_variables(job, job["nodes"][0], **where)
+    _requested_memory(job, allocation)
+    env.update({k: v for k, v in allocation.items() if k in SALLOC_VARIABLES or k in MEMORY_VARIABLES})
+    return env
+
+
+def current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def step_environment(environ: dict[str, str], job: dict[str, Any], node_name: str, *, srun_host: str,
+                     srun_port: int, distribution: str | None = None, **where: Any) -> dict[str, str]:
+    """What srun sends one node for its tasks (task_environment adds each task's ranks).
+
+    Inside an allocation (a batch script, salloc: ``environ`` names the job) 22.05's srun adds
+    SLURM_DISTRIBUTION (block unless -m says) and SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0; an srun
+    that made its own allocation sets neither, nor SLURM_NODE_ALIASES nor SLURM_JOB_GPUS.  srun
+    never names the default memory (what the batch script had passes through).  The node daemon
+    sets the vendor's device variables: it knows its devices.
+    """
+    env = dict(environ)
+    inside = environ.get("SLURM_JOB_ID") == str(job["job_id"])
+    own = job_variables(job, node_name, binding=None, **where)
+    _requested_memory(job, own)
+    for name in ("SLURM_NODE_ALIASES", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE"):
+        own.pop(name, None)
+    env.update(own)
+    if node_name in job.get("nodes", []):
+        env.update(gpu_variables(job, job["nodes"].index(node_name), step=True, binding=None))
+    env.update({
+        "SLURM_LAUNCH_NODE_IPADDR": srun_host, "SLURM_SRUN_COMM_HOST": srun_host,
+        "SLURM_SRUN_COMM_PORT": str(srun_port), "SLURM_STEP_LAUNCHER_PORT": str(srun_port),
+        "SLURM_UMASK": f"{current_umask():04o}",
+        "SRUN_DEBUG": "3",  # srun's log level (info), which its tasks inherit
+    })
+    if inside:
+        env["SLURM_DISTRIBUTION"] = distribution or "block"
+        env["SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0"] = compress_counts(job.get("cpus", []))
+    elif distribution:
+        env["SLURM_DISTRIBUTION"] = distribution
     return env
 
 
@@ -208,23 +298,64 @@ def export_mode(env: dict[str, str]) -> str:
     return "ALL" if first in ("ALL", "") else "list"
 
 
-def owner_variables(env: dict[str, str], *, user: str, home: str, shell: str) -> dict[str, str]:
+# Names a login environment never sets in the job: the shell's own (the job's shell sets them
+# again) and the workload manager's (the job's variables win).
+LOGIN_SKIPPED = frozenset({"PWD", "OLDPWD", "_"})
+LOGIN_TIMEOUT_S = 8.0  # --get-user-env's default timeout (sbatch(1))
+
+
+def wants_login_environment(env: dict[str, str]) -> bool:
+    """sbatch sets SLURM_GET_USER_ENV=1 for --get-user-env and for every --export but ALL and NIL."""
+    return env.get("SLURM_GET_USER_ENV") == "1"
+
+
+def login_environment(user: str, shell: str, *, as_root: bool, timeout: float = LOGIN_TIMEOUT_S
+                      ) -> dict[str, str] | None:
+    """The user's login environment on this node, as --get-user-env loads it: ``su - user``
+    (root), else the user's own login shell.  None when it cannot be had in time."""
+    import subprocess
+
+    command = "/usr/bin/env -0; :"  # '; :' keeps the shell from exec'ing env (SHLVL as Slurm's)
+    argv = ["/bin/su", "-", user, "-c", command] if as_root else [shell or "/bin/sh", "-l", "-c", command]
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
+                              env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    out: dict[str, str] = {}
+    for item in proc.stdout.split(b"\0"):
+        name, sep, value = item.decode("utf-8", "surrogateescape").partition("=")
+        if sep and name and "\n" not in name:
+            out[name] = value
+    return out
+
+
+def owner_variables(env: dict[str, str], *, user: str, home: str, shell: str,
+                    login: dict[str, str] | None = None) -> dict[str, str]:
     """HOME, USER, LOGNAME (and SHELL) of the job's owner, by --export's rules (sbatch(1)).
 
-    NONE: Slurm loads the user's login environment on the node (as --get-user-env),
-    so the passwd entry's values win.  NIL: nothing of the user's environment is
-    created.  ALL and lists: the submitted values stay; missing ones come from passwd.
+    ``login``: the user's login environment (login_environment) when the job asked for it
+    (wants_login_environment): it fills every name the job does not carry, as Slurm's
+    --get-user-env does (NONE: PATH, SHELL, MAIL... come from the login shell).  Without it:
+    NONE takes the passwd entry's values; NIL creates nothing of the user's environment;
+    ALL and lists keep the submitted values and take the missing ones from passwd.
     """
     out = dict(env)
     mode = export_mode(env)
     if mode == "NIL":
         return out
     values = {"HOME": home, "USER": user, "LOGNAME": user}
-    if mode == "NONE":
+    if login is not None:
+        for name, value in login.items():
+            if name not in LOGIN_SKIPPED and not name.startswith("SLURM_"):
+                out.setdefault(name, value)
+    elif mode == "NONE":
         values["SHELL"] = shell or "/bin/sh"
         out.update(values)
         out.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    else:
-        for name, value in values.items():
-            out.setdefault(name, value)
+        return out
+    for name, value in values.items():
+        out.setdefault(name, value)
     return out

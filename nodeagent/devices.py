@@ -131,10 +131,11 @@ class NodeDevices:
             return {}
         if not indices:
             return {}
-        if not self.devices:
+        from plurm.accel.binding import DEFAULT_VARS, binding_env
+
+        if not self.devices:  # a plain gres/gpu: every vendor's variable, as Slurm 22.05 without flags
             ids = ",".join(str(i) for i in sorted(indices))
-            return {"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids}  # a plain gres/gpu
-        from plurm.accel.binding import binding_env
+            return {var: ids for var in DEFAULT_VARS}
 
         chosen = [self.devices[i] for i in sorted(indices) if i < len(self.devices)]
         return binding_env(chosen, flags=self.flags)

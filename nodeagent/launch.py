@@ -64,7 +64,10 @@ class Owner:
         return {"user": self.uid, "group": self.gid, "extra_groups": list(self.groups), "umask": self.umask}
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
-        return environment.owner_variables(env, user=self.name, home=self.home, shell=self.shell)
+        # --export=NONE and lists (SLURM_GET_USER_ENV=1): the user's login environment fills in.
+        login = (environment.login_environment(self.name, self.shell, as_root=self.switch)
+                 if environment.wants_login_environment(env) else None)
+        return environment.owner_variables(env, user=self.name, home=self.home, shell=self.shell, login=login)
 
     def to_payload(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,7 +97,9 @@ def owner_of(uid: int, gid: int, env: dict[str, str], job_uid: int | None = None
 
 # ----------------------------------------------------------------- the job's shell
 # $__plurm_wd: the directory to work in.  Slurm's slurmstepd goes to /tmp when it cannot.
+# slurmstepd changes directory without a shell: the job sees no OLDPWD of ours.
 CHDIR_SH = r'''
+__plurm_op=${OLDPWD-@plurm-unset}
 cd -- "$__plurm_wd" 2>/dev/null || {
   if [ -e "$__plurm_wd" ]; then
     if [ -d "$__plurm_wd" ]; then __plurm_r='Permission denied'; else __plurm_r='Not a directory'; fi
@@ -109,7 +114,8 @@ cd -- "$__plurm_wd" 2>/dev/null || {
   printf "slurmstepd: error: couldn't chdir to \`%s': %s: going to /tmp instead\n" "$__plurm_wd" "$__plurm_r" >&2
   cd /tmp || { echo "slurmstepd: error: couldn't chdir to /tmp either. dying." >&2; exit 1; }
 }
-unset __plurm_wd __plurm_r __plurm_p
+if [ "$__plurm_op" = @plurm-unset ]; then unset OLDPWD; else OLDPWD=$__plurm_op; fi
+unset __plurm_wd __plurm_r __plurm_p __plurm_op
 SLURM_TASK_PID=$$
 export SLURM_TASK_PID
 '''

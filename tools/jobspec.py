@@ -26,7 +26,7 @@ _HANDLED = {
 }
 
 
-def _export_environment(export: dict[str, Any] | None, environ: dict[str, str]) -> dict[str, str]:
+def _export_environment(export: dict[str, Any] | None, environ: dict[str, str], batch: bool = True) -> dict[str, str]:
     """--export: ALL (default), NONE, NIL, or a list of names and NAME=value."""
     if not export:
         return dict(environ)
@@ -40,7 +40,14 @@ def _export_environment(export: dict[str, Any] | None, environ: dict[str, str]) 
         names = export.get("names") or []
         env = dict(environ) if "ALL" in names else {n: environ[n] for n in names if n in environ}
     env.update(assignments)
-    env["SLURM_EXPORT_ENV"] = export.get("spec", mode) if mode != "list" else export.get("spec", "")
+    names = export.get("names") or []
+    if mode == "ALL" and not names:
+        return env  # 22.05's sbatch names neither variable for the default
+    # The --export value as given (a list's names and assignments in order, ALL first).
+    listed = [f"{n}={assignments[n]}" if n in assignments else n for n in names]
+    env["SLURM_EXPORT_ENV"] = ",".join((["ALL"] if mode == "ALL" else [] if mode == "list" else [mode]) + listed)
+    if batch and mode != "NIL":
+        env["SLURM_GET_USER_ENV"] = "1"  # the node loads the user's login environment (sbatch(1))
     return env
 
 
@@ -122,7 +129,7 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
     gres_req = request_from_options(options)
     if gres_req:
         spec["gres_req"] = gres_req
-    spec["environment"] = _export_environment(options.get("export"), environ)
+    spec["environment"] = _export_environment(options.get("export"), environ, batch)
     # The job's files are created with the submitter's umask (as sbatch and srun send it).
     mask = os.umask(0o022)
     os.umask(mask)

@@ -11,7 +11,6 @@ def main(argv: list[str] | None = None) -> int:
     from plurm.wire.client import ClientError, Connection
     from plurm.tools.sbatch_cli import parse_salloc
     from plurm.tools.frontend import parse_or_answer
-    from plurm.grammar.hostlist import compress
     from plurm.tools.allocation import AllocationError, allocate, release
     from plurm.tools.jobspec import build_spec
 
@@ -25,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     command = req.command or [environ.get("SHELL", "/bin/sh")]
     try:
         conn = Connection()
-        spec = build_spec(options, default_name="interactive" if not req.command else os.path.basename(command[0]),
+        spec = build_spec(options, default_name="interactive",  # 22.05: with a command too
                           environ=environ, batch=False, raw_options=req.raw_options)
         job = allocate(conn, spec, "salloc", quiet=bool(options.get("quiet")))
     except (ClientError, AllocationError) as exc:
@@ -33,15 +32,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     job_id = job["job_id"]
     print(f"salloc: Granted job allocation {job_id}", file=sys.stderr)
-    from plurm.common.environment import job_variables
+    from plurm.common.environment import salloc_environment
 
     settings = conn.settings
-    env = dict(environ)
-    env.update(job_variables(job, job["nodes"][0], cluster=settings.cluster_name, conf_path=settings.conf,
-                             ctld_host=settings.host, ctld_port=settings.port))
-    for key in ("SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR", "SLURM_TOPOLOGY_ADDR_PATTERN"):
-        env.pop(key, None)
-    env["SLURM_NODELIST"] = env["SLURM_JOB_NODELIST"] = compress(job["nodes"])
+    env = salloc_environment(environ, job, cluster=settings.cluster_name, conf_path=settings.conf,
+                             ctld_host=settings.host_names[0], ctld_port=settings.port)
     try:
         code = subprocess.call(command, env=env)
     except OSError as exc:

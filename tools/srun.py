@@ -55,11 +55,12 @@ class Step:
         self.task_node: dict[int, str] = {}
 
     def launch(self) -> None:
-        from plurm.common.environment import gpu_variables, job_variables
+        from plurm.common.environment import step_environment
 
         settings = self.conn.settings
-        where = {"cluster": settings.cluster_name, "conf_path": settings.conf, "ctld_host": settings.host,
-                 "ctld_port": settings.port}
+        # SLURM_WORKING_CLUSTER names the controller as slurm.conf does (SlurmctldHost's name).
+        where = {"cluster": settings.cluster_name, "conf_path": settings.conf,
+                 "ctld_host": settings.host_names[0], "ctld_port": settings.port}
         ranks = 0
         nodelist = self.step["nodes"]
         io_host = "127.0.0.1" if all(a["addr"] in ("127.0.0.1", "localhost") for a in self.step["addrs"]) \
@@ -69,12 +70,8 @@ class Step:
             ranks += count
             for t in task_ids:
                 self.task_node[t] = addr["name"]
-            env = dict(self.environ)
-            # The node daemon sets the vendor's device variables: it knows its devices.
-            env.update(job_variables(self.job, addr["name"], binding=None, **where))
-            if addr["name"] in self.job.get("nodes", []):
-                env.update(gpu_variables(self.job, self.job["nodes"].index(addr["name"]), step=True, binding=None))
-            env["SLURM_STEP_LAUNCHER_PORT"] = str(self.port)
+            env = step_environment(self.environ, self.job, addr["name"], srun_host=io_host, srun_port=self.port,
+                                   **where)
             if self.cpus_per_task is not None:
                 env["SLURM_CPUS_PER_TASK"] = str(self.cpus_per_task)
             body = {
