@@ -19,40 +19,154 @@ ACTIONS = {"add": "add", "create": "add", "modify": "modify", "update": "modify"
            "remove": "delete", "show": "show", "list": "show"}
 
 
-def _table(headers: list[tuple[str, int]], rows: list[list[str]], header: bool, parsable: str | None) -> str:
+# Each entity's columns: field name (lower case) -> (header, default width, value of a row).
+_E = ""
+_ASSOC_EMPTY = ("priority", "grpjobs", "grptres", "grpsubmit", "grpwall", "grptresmins", "maxjobs", "maxtres",
+                "maxtrespernode", "maxsubmit", "maxwall", "maxtresmins", "defaultqos", "grptresrunmins")
+COLUMNS: dict[str, dict[str, tuple[str, int, str]]] = {
+    "user": {"user": ("User", 10, "user"), "defaultaccount": ("Def Acct", 10, "default_account"),
+             "adminlevel": ("Admin", 9, "admin")},
+    "account": {"account": ("Account", 10, "account"), "description": ("Descr", 20, "description"),
+                "organization": ("Org", 20, "organization")},
+    "assoc": {"cluster": ("Cluster", 10, "cluster"), "account": ("Account", 10, "account"),
+              "user": ("User", 10, "user"), "partition": ("Partition", 10, "partition"),
+              "fairshare": ("Share", 9, "shares"), "priority": ("Priority", 10, _E),
+              "grpjobs": ("GrpJobs", 7, _E), "grptres": ("GrpTRES", 13, _E), "grpsubmit": ("GrpSubmit", 9, _E),
+              "grpwall": ("GrpWall", 11, _E), "grptresmins": ("GrpTRESMins", 13, _E),
+              "maxjobs": ("MaxJobs", 7, _E), "maxtres": ("MaxTRES", 13, _E),
+              "maxtrespernode": ("MaxTRESPerNode", 14, _E), "maxsubmit": ("MaxSubmit", 9, _E),
+              "maxwall": ("MaxWall", 11, _E), "maxtresmins": ("MaxTRESMins", 13, _E), "qos": ("QOS", 20, "qos"),
+              "defaultqos": ("Def QOS", 9, _E), "grptresrunmins": ("GrpTRESRunMin", 13, _E)},
+    "qos": {"name": ("Name", 10, "name"), "priority": ("Priority", 10, "priority"),
+            "preempt": ("Preempt", 10, "preempt"), "preemptmode": ("PreemptMode", 11, "preempt_mode"),
+            "maxjobspu": ("MaxJobsPU", 9, "max_jobs_per_user")},
+}
+DEFAULTS = {"user": ["user", "defaultaccount", "adminlevel"], "account": ["account", "description", "organization"],
+            "assoc": ["cluster", "account", "user", "partition", "fairshare", *_ASSOC_EMPTY[:12], "qos",
+                      "defaultqos", "grptresrunmins"],
+            "qos": ["name", "priority", "preempt", "preemptmode", "maxjobspu"]}
+# `show user -s` (withassoc): a user's columns, then its associations'
+COLUMNS["assoc_user"] = {**COLUMNS["assoc"], **COLUMNS["user"]}
+DEFAULTS["assoc_user"] = DEFAULTS["user"]
+# sacctmgr's other spellings of a field (it matches names case-insensitively)
+ALIASES = {"share": "fairshare", "shares": "fairshare", "defacct": "defaultaccount", "admin": "adminlevel",
+           "descr": "description", "org": "organization", "maxjobsperuser": "maxjobspu", "defqos": "defaultqos",
+           "names": "name"}
+
+
+class FieldError(ValueError):
+    pass
+
+
+def parse_format(entity: str, text: str | None) -> list[tuple[str, int, bool]]:
+    """``format=Account%20,user%-8``: (field, width, left-justified) per column."""
+    if not text:
+        return [(k, COLUMNS[entity][k][1], False) for k in DEFAULTS[entity]]
+    out = []
+    for item in (t for t in text.split(",") if t):
+        name, _, width = item.partition("%")
+        key = ALIASES.get(name.lower(), name.lower())
+        if key not in COLUMNS[entity]:
+            raise FieldError(f"Unknown field '{name}'")
+        try:
+            w = int(width) if width else COLUMNS[entity][key][1]
+        except ValueError:
+            raise FieldError(f"Unknown field '{item}'") from None
+        out.append((key, abs(w), w < 0))
+    return out
+
+
+def _table(entity: str, columns: list[tuple[str, int, bool]], rows: list[dict], header: bool,
+           parsable: str | None) -> str:
+    spec = COLUMNS[entity]
+
+    def value(row: dict, key: str) -> str:
+        attr = spec[key][2]
+        v = row.get(attr) if attr else None
+        return "" if v is None else str(v)
+
     if parsable is not None:
         end = "|" if parsable == "p" else ""
-        lines = (["|".join(h for h, _ in headers) + end] if header else [])
-        lines += ["|".join(row) + end for row in rows]
-        return "\n".join(lines) + "\n" if lines else ""
-    def cell(text: str, width: int) -> str:
-        return (text[:width - 1] + "+" if len(text) > width else text).rjust(width)
+        lines = (["|".join(spec[k][0] for k, _, _ in columns) + end] if header else [])
+        lines += ["|".join(value(r, k) for k, _, _ in columns) + end for r in rows]
+        return "".join(ln + "\n" for ln in lines)
+
+    def cell(text: str, width: int, left: bool) -> str:
+        text = text[:width - 1] + "+" if len(text) > width else text
+        return text.ljust(width) if left else text.rjust(width)
+
     lines = []
     if header:
-        lines.append(" ".join(cell(h, w) for h, w in headers) + " ")
-        lines.append(" ".join("-" * w for _, w in headers) + " ")
-    lines += [" ".join(cell(v, w) for v, (_, w) in zip(row, headers)) + " " for row in rows]
-    return "\n".join(lines) + "\n"
+        lines.append(" ".join(cell(spec[k][0], w, left) for k, w, left in columns) + " ")
+        lines.append(" ".join("-" * w for _, w, _ in columns) + " ")
+    lines += [" ".join(cell(value(r, k), w, left) for k, w, left in columns) + " " for r in rows]
+    return "".join(ln + "\n" for ln in lines)
 
 
-def show(entity: str, reply: dict, header: bool, parsable: str | None) -> str:
+def _assoc_rows(reply: dict) -> list[dict]:
+    """Associations in the tree order sacctmgr lists them: an account, its users, its sub-accounts."""
+    accounts = {a["account"]: a for a in reply["accounts"]}
+    children: dict[str | None, list[str]] = {}
+    for a in reply["accounts"]:
+        children.setdefault(a.get("parent"), []).append(a["account"])
+    users: dict[str, list[dict]] = {}
+    for link in reply["links"]:
+        users.setdefault(link["account"], []).append(link)
+    rows: list[dict] = []
+
+    def walk(name: str) -> None:
+        base = {"cluster": reply["cluster"], "account": name, "qos": "normal"}
+        rows.append({**base, "user": "", "shares": accounts[name].get("shares", 1)})
+        rows.extend({**base, "user": link["user"], "shares": link["shares"]}
+                    for link in sorted(users.get(name, []), key=lambda link: link["user"]))
+        for child in sorted(children.get(name, [])):
+            walk(child)
+
+    for top in sorted(children.get(None, [])):
+        walk(top)
+    return rows
+
+
+def _matches(row: dict, names: list[str], where: dict[str, str], name_key: str) -> bool:
+    def allowed(key: str) -> list[str] | None:
+        raw = where.get(key)
+        return [v for v in raw.split(",") if v] if raw else None
+    if names and str(row.get(name_key, "")) not in names:
+        return False
+    for key, attr in (("account", "account"), ("accounts", "account"), ("cluster", "cluster"),
+                      ("clusters", "cluster"), ("parent", "parent")):
+        want = allowed(key)
+        if want is not None and str(row.get(attr, "")) not in want:
+            return False
+    return True
+
+
+def show(entity: str, reply: dict, header: bool, parsable: str | None, names: list[str] | None = None,
+         where: dict[str, str] | None = None, with_assoc: bool = False) -> str:
+    """``sacctmgr show``: rows filtered by the where clause (names, account=, cluster=), in
+    format= columns (Slurm's defaults otherwise)."""
+    where = dict(where or {})
+    fmt = where.pop("format", None)
+    if entity == "user" and with_assoc and not fmt:
+        fmt = ",".join(DEFAULTS["user"]) + ",cluster,account,partition,fairshare"
+    if entity == "user" and with_assoc:
+        base = {u["user"]: u for u in reply["users"]}
+        rows = [{**base[r["user"]], **r} for r in _assoc_rows(reply) if r["user"] in base]
+        spec_entity = "assoc_user"
+        rows = [r for r in rows if _matches(r, names or [], where, "user")]
+        rows.sort(key=lambda r: (r["user"], r["account"]))
+        return _table(spec_entity, parse_format(spec_entity, fmt), rows, header, parsable)
     if entity == "account":
-        return _table([("Account", 10), ("Descr", 20), ("Org", 20)],
-                      [[a["account"], a["description"] or "", a["organization"] or ""] for a in reply["accounts"]],
-                      header, parsable)
-    if entity == "user":
-        return _table([("User", 10), ("Def Acct", 10), ("Admin", 9)],
-                      [[u["user"], u["default_account"], u["admin"]] for u in reply["users"]], header, parsable)
-    if entity == "qos":
-        return _table([("Name", 10), ("Priority", 10), ("Preempt", 10), ("PreemptMode", 11), ("MaxJobsPU", 9)],
-                      [[q["name"], str(q["priority"]), q.get("preempt") or "", q.get("preempt_mode") or "cluster",
-                        "" if q["max_jobs_per_user"] is None else str(q["max_jobs_per_user"])] for q in reply["qos"]],
-                      header, parsable)
-    rows = [[reply["cluster"], a["account"], "", "", str(a["shares"])] for a in reply["accounts"]]
-    rows += [[reply["cluster"], link["account"], link["user"], "", str(link["shares"])] for link in reply["links"]]
-    rows.sort(key=lambda r: (r[1], r[2]))
-    return _table([("Cluster", 10), ("Account", 10), ("User", 10), ("Partition", 10), ("Share", 9)], rows,
-                  header, parsable)
+        rows, key = reply["accounts"], "account"
+    elif entity == "user":
+        rows, key = reply["users"], "user"
+    elif entity == "qos":
+        rows = [{**q, "preempt_mode": q.get("preempt_mode") or "cluster"} for q in reply["qos"]]
+        key = "name"
+    else:
+        rows, key = _assoc_rows(reply), "user"
+    rows = [r for r in rows if _matches(r, names or [], where, key)]
+    return _table(entity, parse_format(entity, fmt), rows, header, parsable)
 
 
 def parse(words: list[str]) -> tuple[str, str, list[str], dict[str, str], dict[str, str]]:
@@ -121,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     from plurm.common.cli import OptionError, getopt_long, try_help
 
     argv = sys.argv[1:] if argv is None else argv
-    header, parsable = True, None
+    header, parsable, with_assoc = True, None, False
     try:
         pairs, words = getopt_long("sacctmgr", list(argv), _SHORT, _LONG)
     except OptionError as exc:
@@ -142,9 +256,16 @@ def main(argv: list[str] | None = None) -> int:
 
             write_version()  # stdout: Slurm's line; stderr: plurm's
             return 0
-        # -i (changes are always immediate), -o, -Q, -r, -s, -v: nothing to do
+        elif key == "s":
+            with_assoc = True
+        # -i (changes are always immediate), -o, -Q, -r, -v: nothing to do
+    if any(w.lower() in ("withassoc", "withassocs") for w in words):
+        with_assoc = True
+        words = [w for w in words if w.lower() not in ("withassoc", "withassocs")]
     try:
         action, entity, names, fields, where = parse(words)
+        if action == "show":
+            where = {**fields, **where}
     except ValueError as exc:
         print(f" {exc}", file=sys.stderr)
         return 1
@@ -160,7 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f" {exc}", file=sys.stderr)
         return 1
     if action == "show":
-        sys.stdout.write(show(entity, reply, header, parsable))
+        try:
+            sys.stdout.write(show(entity, reply, header, parsable, names, where, with_assoc))
+        except FieldError as exc:
+            print(f"{exc}", file=sys.stderr)
+            return 1
     elif action == "add":
         print(_adding(entity, names), end="")
     elif action == "modify":

@@ -1,0 +1,150 @@
+"""sacctmgr, sshare and scontrol show config as tools call them, against the real Slurm 22.05.
+
+The captures (tests/tools/reference/accounts/, capture.sh regenerates them) come from a
+Slurm with slurmdbd whose cluster and only account are both named ``anchor``, with user
+root in ``root`` and ``anchor``.  The test builds the same associations on a real local
+plurm cluster with sacctmgr, and names plurm's cluster ``anchor`` in what it compares.
+Usage figures (jobs ran on the real one) are compared only where both have none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from plurmtest import Cluster, start_cluster
+
+REF = Path(__file__).parent / "reference" / "accounts"
+
+
+def _ref(name: str) -> str:
+    return (REF / f"{name}.out").read_text()
+
+
+@pytest.fixture(scope="module")
+def acct(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = start_cluster(tmp_path_factory.mktemp("accounts"), nodes=1, cpus=2, memory=1000)
+    try:
+        c.run("sacctmgr", "-i", "add", "account", "anchor", "Description=anchor", check=True)
+        c.run("sacctmgr", "-i", "add", "user", "root", "Account=anchor", "DefaultAccount=anchor",
+              "AdminLevel=Administrator", check=True)
+        c.run("sacctmgr", "-i", "add", "user", "root", "Account=root", check=True)
+        yield c
+    finally:
+        c.down()
+
+
+def _cluster_name(c: Cluster) -> str:
+    return re.search(r"^ClusterName\s+= (\S+)", c.run("scontrol", "show", "config", check=True).stdout,
+                     re.M).group(1)
+
+
+def _out(c: Cluster, *args: str) -> str:
+    return c.run(*args, check=True).stdout.replace(f"|{_cluster_name(c)}|", "|anchor|")
+
+
+@pytest.mark.parametrize("name, args", [
+    ("user_where", ["sacctmgr", "-n", "-P", "show", "user", "where", "name=root"]),
+    ("user_format", ["sacctmgr", "show", "user", "format=user,defaultaccount%15,adminlevel"]),
+    ("user", ["sacctmgr", "show", "user"]),
+    ("user_list", ["sacctmgr", "list", "users"]),
+    ("account", ["sacctmgr", "show", "account"]),
+    ("account_P", ["sacctmgr", "-P", "show", "account"]),
+    ("account_p", ["sacctmgr", "-p", "show", "account"]),
+    ("account_n", ["sacctmgr", "-n", "show", "account"]),
+    ("account_name", ["sacctmgr", "show", "account", "name=anchor"]),
+    ("account_format", ["sacctmgr", "-P", "show", "account", "format=Account,Description,Organization"]),
+    ("assoc_width", ["sacctmgr", "show", "assoc", "format=account%20,user%-8,fairshare"]),
+    ("assoc_where", ["sacctmgr", "-n", "-P", "show", "assoc", "where", "user=root", "account=anchor",
+                     "format=account,user"]),
+    ("qos_format", ["sacctmgr", "-P", "show", "qos", "format=name,priority,maxjobspu"]),
+])
+def test_same_output_as_slurm(acct: Cluster, name: str, args: list[str]) -> None:
+    assert _out(acct, *args) == _ref(name)
+
+
+# sshare orders siblings by their level fair share (Fair Tree): the real one's jobs put
+# root's own user first, plurm's idle cluster ties them; the lines themselves are compared.
+@pytest.mark.parametrize("name, args", [
+    ("sshare_o", ["sshare", "-o", "Account,User,RawShares,NormShares"]),
+    ("sshare_aP", ["sshare", "-a", "-P", "-o", "account,user,rawshares"]),
+])
+def test_sshare_fields_as_slurm(acct: Cluster, name: str, args: list[str]) -> None:
+    out, ref = _out(acct, *args), _ref(name)
+    assert out.splitlines()[0] == ref.splitlines()[0]
+    assert sorted(out.splitlines()[1:]) == sorted(ref.splitlines()[1:])
+
+
+def test_assoc_where_cluster_and_its_columns(acct: Cluster) -> None:
+    name = _cluster_name(acct)
+    out = acct.run("sacctmgr", "-n", "-P", "show", "assoc", f"where", f"cluster={name}",
+                   "format=cluster,account,user", check=True).stdout
+    assert out.replace(f"{name}|", "anchor|") == _ref("assoc_cluster")
+    assert acct.run("sacctmgr", "-n", "-P", "show", "assoc", "where", "cluster=elsewhere",
+                    check=True).stdout == ""
+    # The default columns: Slurm's header, exactly.
+    assert acct.run("sacctmgr", "show", "assoc", check=True).stdout.splitlines()[:2] == \
+        _ref("assoc").splitlines()[:2]
+
+
+def test_unknown_field_is_refused_as_slurm(acct: Cluster) -> None:
+    proc = acct.run("sacctmgr", "show", "user", "format=bogus")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (REF / "bad_field.err").read_text())
+
+
+def test_user_with_associations(acct: Cluster) -> None:
+    for args in (["-s", "show", "user"], ["show", "user", "withassoc"]):
+        out = acct.run("sacctmgr", "-P", *args, "format=user,defaultaccount,adminlevel,account,fairshare",
+                       check=True).stdout
+        assert out == "User|Def Acct|Admin|Account|Share\nroot|anchor|Administrator|anchor|1\n" \
+                      "root|anchor|Administrator|root|1\n"
+
+
+def _columns(text: str, upto: int) -> list[list[str]]:
+    return [line.split("|")[:upto] for line in text.splitlines()]
+
+
+@pytest.mark.parametrize("name, args", [
+    ("sshare_P", ["-P"]), ("sshare_p", ["-p"]),
+])
+def test_sshare_parsable(acct: Cluster, name: str, args: list[str]) -> None:
+    out = _out(acct, "sshare", *args)
+    # Account, User, RawShares, NormShares as Slurm; the usage columns are the real one's jobs.
+    assert sorted(_columns(out, 4)) == sorted(_columns(_ref(name), 4))
+    assert out.splitlines()[0] == _ref(name).splitlines()[0]
+
+
+@pytest.mark.parametrize("name, args", [
+    ("sshare", []), ("sshare_U", ["-U"]), ("sshare_u", ["-u", "root"]), ("sshare_A", ["-A", "anchor"]),
+    ("sshare_n", ["-n"]), ("sshare_l", ["-l"]), ("sshare_a", ["-a"]),
+])
+def test_sshare_forms(acct: Cluster, name: str, args: list[str]) -> None:
+    out, ref = _out(acct, "sshare", *args).splitlines(), _ref(name).splitlines()
+    assert len(out) == len(ref)
+    # The first 53 characters: Account (indented by depth), User, RawShares, NormShares.
+    assert sorted(line[:53] for line in out) == sorted(line[:53] for line in ref)
+    if "-n" not in args:
+        assert out[:2] == ref[:2]
+
+
+def test_sshare_unknown_field(acct: Cluster) -> None:
+    proc = acct.run("sshare", "-o", "Account,Bogus")
+    assert proc.returncode == 1 and proc.stderr == 'sshare: error: Invalid field requested: "Bogus"\n'
+
+
+def test_show_config_has_every_key_of_slurm_in_its_order(acct: Cluster) -> None:
+    def keys(text: str) -> list[str]:
+        return re.findall(r"^(\S+)\s+= ", text, re.M)
+
+    out = acct.run("scontrol", "show", "config", check=True).stdout
+    assert keys(out) == keys(_ref("config"))
+    # Slurm pads each key to 23 columns before " = " (tools split on it).
+    assert all(re.match(r"^\S+ *= ", line) and line.index("=") == 24
+               for line in out.splitlines() if re.match(r"^\S+\s+= ", line) and len(line.split("=")[0]) <= 24)
+    for key in ("MinJobAge", "MaxArraySize", "MaxJobCount", "SchedulerParameters", "SelectTypeParameters",
+                "SlurmctldPort", "SlurmdPort", "ClusterName", "SlurmUser", "AccountingStorageType",
+                "PriorityType"):
+        assert re.search(rf"^{key}\s+= \S", out, re.M), key
