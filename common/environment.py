@@ -126,6 +126,9 @@ def job_variables(job: dict[str, Any], node_name: str, *, cluster: str, conf_pat
         env["SLURM_MEM_PER_CPU"] = str(spec.get("mem_per_cpu") or job["mem"][0] // cpus[0])
     if spec.get("ntasks") is not None:
         env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(spec["ntasks"])
+    elif spec.get("ntasks_per_node") and job.get("tasks"):
+        # -N2 --ntasks-per-node=1: Slurm counts the tasks it laid out (SLURM_NTASKS=2).
+        env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(sum(job["tasks"]))
     if spec.get("ntasks_per_node"):
         env["SLURM_NTASKS_PER_NODE"] = str(spec["ntasks_per_node"])
     if spec.get("cpus_per_task") is not None:
@@ -249,13 +252,15 @@ def step_environment(environ: dict[str, str], job: dict[str, Any], node_name: st
     Inside an allocation (a batch script, salloc: ``environ`` names the job) 22.05's srun adds
     SLURM_DISTRIBUTION (block unless -m says) and SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0; an srun
     that made its own allocation sets neither, nor SLURM_NODE_ALIASES nor SLURM_JOB_GPUS.  srun
-    never names the default memory (what the batch script had passes through).  The node daemon
+    never names the memory (what the batch script had passes through).  Not modelled: an srun
+    of its own with a memory option sets SLURM_DISTRIBUTION too (block; cyclic for one task).  The node daemon
     sets the vendor's device variables: it knows its devices.
     """
     env = dict(environ)
     inside = environ.get("SLURM_JOB_ID") == str(job["job_id"])
     own = job_variables(job, node_name, binding=None, **where)
-    _requested_memory(job, own)
+    for name in MEMORY_VARIABLES:  # not even --mem-per-cpu's (22.05: `srun -n2 --mem-per-cpu=100`)
+        own.pop(name, None)
     for name in ("SLURM_NODE_ALIASES", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE"):
         own.pop(name, None)
     env.update(own)

@@ -63,6 +63,10 @@ KINDS: tuple[Kind, ...] = (
     Kind("salloc_srun", ("salloc", "-n2", "srun", "{task}", "{out}"), (".0", ".1")),
     Kind("srun", ("srun", "-n2", "{task}", "{out}"), (".0", ".1")),
     Kind("srun_gpu", ("srun", "--gres=gpu:1", "{task}", "{out}"), (".0",)),
+    Kind("srun_nodes2", ("srun", "-N2", "-n4", "{task}", "{out}"),
+         (".0", ".1", ".2", ".3")),
+    Kind("batch_opts", ("sbatch", "-J", "named", "-c2", "--mem=500", "--ntasks-per-node=1", "-N2", "{job}", "{out}"),
+         ("",)),
 )
 
 
