@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # annotations only: `typing` costs milliseconds of every sbat
 
 __all__ = [
     "MAX_ARRAY_SIZE", "parse_array", "parse_dependency", "parse_signal", "parse_export",
-    "parse_gres", "parse_gpus", "parse_mail_type", "parse_begin", "time_to_iso", "read_hostfile",
+    "parse_gres", "parse_gpus", "parse_mail_type", "merge_mail_type", "parse_begin", "time_to_iso", "read_hostfile",
     "parse_hostlist",
 ]
 
@@ -234,14 +234,16 @@ MAIL_ALL = ("BEGIN", "END", "FAIL", "REQUEUE", "INVALID_DEPEND", "STAGE_OUT")
 
 def parse_mail_type(value: str, opt: str = "mail-type") -> dict[str, Any]:
     """{"types": [...], "dropped": [...]}: unknown words are dropped silently, as Slurm
-    does; only when no word is known is the value refused.  NONE clears the set."""
+    does; only when no word is known is the value refused.  NONE anywhere in the list
+    makes the whole value select nothing (22.05.8: ``BEGIN,NONE`` and ``NONE,BEGIN`` are
+    both NONE); a repeated --mail-type adds to the earlier ones (see ``merge_mail_type``)."""
     types: list[str] = []
     dropped: list[str] = []
-    known = False
+    known = none = False
     for tok in value.split(","):
         up = tok.upper()
         if up == "NONE":
-            types, known = [], True
+            none = known = True
         elif up == "ALL":
             known = True
             types += [t for t in MAIL_ALL if t not in types]
@@ -253,7 +255,15 @@ def parse_mail_type(value: str, opt: str = "mail-type") -> dict[str, Any]:
             dropped.append(tok)
     if not known:
         raise _invalid(opt)
-    return {"types": types, "dropped": dropped}
+    return {"types": [] if none else types, "dropped": dropped}
+
+
+def merge_mail_type(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """A second --mail-type (another directive, the command line after the script) adds
+    its events to the first one's, as sbatch 22.05.8 ORs the flags: ``--mail-type=BEGIN
+    --mail-type=END`` is BEGIN,END and a later NONE takes nothing away."""
+    return {"types": before["types"] + [t for t in after["types"] if t not in before["types"]],
+            "dropped": before["dropped"] + after["dropped"]}
 
 
 # --------------------------------------------------------------------------- begin/deadline

@@ -24,6 +24,16 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return parse_sbatch(argv, environ)
         except OptionError as exc:
+            refused = getattr(exc, "request", None)   # what the controller would refuse
+            if refused is not None:
+                if refused.verbose:
+                    from plurm.tools.sbatch_verbose import format_verbose_block
+
+                    sys.stderr.write(format_verbose_block(refused))
+                if refused.options.get("test-only"):
+                    why = exc.lines[-1].split("submission failed: ", 1)[-1]
+                    raise OptionError([f"allocation failure: {why}"], 1) from None
+                raise
             # No script file and no --wrap: sbatch reads the script from standard
             # input.  Read it only then, so that a script file never waits on stdin.
             if exc.exit_code == 1 and exc.lines and "Batch script is empty" in exc.lines[0] \
@@ -72,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         if detail:
             print(f"sbatch: error: {detail}", file=sys.stderr)
-        print(f"sbatch: error: Batch job submission failed: {exc}", file=sys.stderr)
+        # --test-only's refusal is worded as 22.05.8's slurm_perror("allocation failure")
+        print(f"allocation failure: {exc}" if test_only else
+              f"sbatch: error: Batch job submission failed: {exc}", file=sys.stderr)
         return 1
     for warning in reply.get("warnings", []):
         print(f"sbatch: warning: {warning}", file=sys.stderr)

@@ -143,6 +143,9 @@ class _State:
             typed = None
         if opt.parser == "hostlist" and value and "/" in value:
             value = S.read_hostfile(value)    # sbatch -v shows the file's names
+        if opt.key == "mail-type" and typed is not None and self.typed.get("mail-type"):
+            typed = S.merge_mail_type(self.typed["mail-type"], typed)   # repeats add up
+            value = ",".join(typed["types"]) or "NONE"
         self.raw[opt.key] = True if value is None else value
         self.typed[opt.key] = typed
 
@@ -166,6 +169,19 @@ def _env_true(value: str) -> bool:
 
 
 _MEM_KEYS = ("mem", "mem-per-cpu", "mem-per-gpu")
+
+
+def _debug_level(state: _State, value: str) -> None:
+    """SBATCH_DEBUG sets the verbosity, whatever the command line's -v said (observed with
+    22.05.8: SBATCH_DEBUG=1 with -vv is 1, =3 with -v is 3; a value that is no number is
+    0, and then -v prints no options block)."""
+    m = re.match(r"\s*([+-]?\d+)", value)
+    state.verbose = max(int(m.group(1)), 0) if m else 0
+    if state.verbose:
+        state.raw["verbose"] = state.typed["verbose"] = state.verbose
+    else:
+        state.raw.pop("verbose", None)
+        state.typed.pop("verbose", None)
 
 
 def _apply_env(state: _State, prog: str, env: Mapping[str, str]) -> None:
@@ -402,20 +418,26 @@ def parse_sbatch(argv: list[str], env: Mapping[str, str], stdin_bytes: bytes | N
                     st.typed.pop(k, None)
                 st.from_env.clear()
             st.apply(p.option, p.value)
+        if "SBATCH_DEBUG" in env:
+            _debug_level(st, env["SBATCH_DEBUG"])
     warnings: list[str] = []
     known = None if gres_types is None else set(gres_types) | {"gpu"}
     for st in states:
         _validate(prog, st, warnings, known)
-    for st in states:
-        for err in st.deferred.values():
-            raise err
     verbose = states[0].verbose
-    return SbatchRequest(
+    req = SbatchRequest(
         options=states[0].typed, script_path=script_path, script_text=script_text,
         script_args=script_args, warnings=warnings, directives=directives_out,
         verbose=verbose, raw_options=states[0].raw,
         components=[s.typed for s in states], raw_components=[s.raw for s in states],
         script_info=info, pbs_translated=pbs_out)
+    for st in states:
+        for err in st.deferred.values():
+            # the controller's refusal: sbatch has printed -v's block by then, and
+            # --test-only words it "allocation failure: ..." (sbatch.py reads .request)
+            err.request = req  # type: ignore[attr-defined]
+            raise err
+    return req
 
 
 def _apply_directives(prog: str, info: ScriptInfo, states: list[_State],
@@ -452,6 +474,8 @@ def _apply_directives(prog: str, info: ScriptInfo, states: list[_State],
             if info.components > 1:
                 rec["component"] = comp
             typed = st.typed.get(p.option.key)
+            if p.option.key == "mail-type" and typed is not None:
+                typed = S.parse_mail_type(p.value or "")   # this line's own events
             norm = normalized(p.option.key, typed, st.raw.get(p.option.key)) \
                 if typed is not None or p.option.key in ("time", "time-min") else None
             if norm is not None:

@@ -17,9 +17,11 @@ from plurm.grammar import structvalues as S, values as V
 from plurm.tools.sbatch_cli import SbatchRequest, SrunRequest, full_path, nodes_str
 
 _NOT_SHOWN = ("het-group",)   # consumed while splitting srun's components; -v omits it
+# the order 22.05.8's -v lists the events in, whatever order they were given in (observed:
+# tests/tools/reference/cli, sbatch-mail-every-kind)
 _MAIL_PRINT_ORDER = ("ARRAY_TASKS", "INVALID_DEPEND", "BEGIN", "END", "FAIL", "REQUEUE",
-                     "STAGE_OUT", "TIME_LIMIT", "TIME_LIMIT_90", "TIME_LIMIT_80",
-                     "TIME_LIMIT_50")
+                     "STAGE_OUT", "TIME_LIMIT_50", "TIME_LIMIT_80", "TIME_LIMIT_90",
+                     "TIME_LIMIT")
 _PROFILE_ORDER = ("Energy", "Lustre", "Network", "Task")
 _CPU_FREQ_WORDS = {w.lower(): w for w in ("Low", "Medium", "High", "HighM1", "Conservative",
                                           "OnDemand", "Performance", "PowerSave",
@@ -86,7 +88,9 @@ def _display(key: str, raw: Any, typed: Any, opts: dict[str, Any] | None = None)
         flags = ("R" if typed["on_reservation_end"] else "") + \
                 ("B" if typed["batch_shell_only"] else "")
         s = (flags + ":" if flags else "") + typed["signal"]
-        return s if "@" not in str(raw) else f"{s}@{typed['warn_seconds']}"
+        # the warning time is shown when it is not the default 60 s (B:USR1@60 shows as
+        # B:USR1, USR1@90 as USR1@90: observed with 22.05.8)
+        return s if typed["warn_seconds"] == 60 else f"{s}@{typed['warn_seconds']}"
     if key == "chdir":
         return typed
     if key == "requeue":
