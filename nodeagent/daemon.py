@@ -391,6 +391,8 @@ class NodeDaemon:
                 if header["uid"] not in self.daemon_uids and header["uid"] != owner:
                     reply = {"error": "Access/permission denied"}
                 else:
+            elif header["type"] == "step_stat":
+                reply = self.step_stat(header["uid"], msg)
                     step = self.steps.get((msg.job_id, msg.step_id))
                     if step is not None:
                         jobstate.kill_group(step.pid, msg.signal)
@@ -409,6 +411,30 @@ class NodeDaemon:
             terms = stepcred.check(self.auth, msg.credential, self.daemon_uids, self.name, msg.job_id,
                                    msg.step_id, header["uid"])
         except auth.AuthError as exc:
+    def step_stat(self, uid: int, msg: protocol.StepStat) -> dict[str, Any]:
+        """sstat / scontrol listpids: each step's tasks on this node, read from /proc now
+        (nodeagent/stepusage.py); a user sees the steps of their own jobs only."""
+        from plurm.nodeagent import stepusage
+
+        wanted: list[tuple[int, str, int, str]] = []  # (job, step, group leader, kind)
+        for job in self.jobs.values():
+            wanted.append((job.job_id, "batch", job.pgid, "batch"))
+        for (job_id, step_id), step in self.steps.items():
+            wanted.append((job_id, str(step_id), step.pid, "step"))
+        steps = []
+        for job_id, step_id, leader, kind in wanted:
+            if (msg.job_id and job_id != msg.job_id) or (msg.step_id and step_id != msg.step_id):
+                continue
+            try:
+                owner = os.stat(f"/proc/{leader}").st_uid
+            except OSError:
+                continue  # ended
+            if uid not in self.daemon_uids and uid != owner:
+                continue
+            tasks = stepusage.batch_usage(leader) if kind == "batch" else stepusage.step_usage(leader)
+            steps.append({"job_id": job_id, "step_id": step_id, "tasks": [t.as_dict() for t in tasks]})
+        return {"node": self.name, "steps": steps}
+
             self.log_limit.warning("refused", "refused launch of step %s.%s from uid %s: %s", msg.job_id,
                                    msg.step_id, header["uid"], exc)
             return {"error": f"Invalid job credential: {exc}"}

@@ -309,6 +309,13 @@ class LaunchTasks(Msg):
     io_key: str = ""  # srun's key for this step's output and exit messages (plurmstepd signs with it)
 
 
+class StepStat(Msg):
+    """sstat, scontrol listpids -> plurmd: what the steps' processes on this node use now."""
+
+    job_id: int = 0  # 0: every step on this node (scontrol listpids without a job)
+    step_id: str = ""  # "": every step of the job; "batch", "0", ...
+
+
 class SignalTasks(Msg):
     job_id: int
     step_id: int
@@ -350,6 +357,7 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "reconfigure_node": ReconfigureNode,
     "launch_tasks": LaunchTasks,
     "signal_tasks": SignalTasks,
+    "step_stat": StepStat,
 }
 
 _DECODERS = {name: msgspec.json.Decoder(cls) for name, cls in MESSAGE_TYPES.items()}
