@@ -80,6 +80,7 @@ class Scontrol:
             "resume": lambda rest: scontrol_jobctl.suspend(self, rest, words[0], resume=True),
             "reboot": self.cmd_reboot, "reboot_nodes": self.cmd_reboot,
             "cancel_reboot": self.cmd_cancel_reboot, "reconfigure": self.cmd_reconfigure,
+            "listpids": self.cmd_listpids,
         }
         func = table.get(cmd)
         if func is None and len(cmd) >= 3 and "reboot_nodes".startswith(cmd):  # (Slurm's prefix for reboot)
@@ -137,6 +138,14 @@ class Scontrol:
         from plurm import write_version
 
         write_version()  # stdout: Slurm's line; stderr: plurm's
+
+    def cmd_listpids(self, args: list[str]) -> None:
+        from plurm.tools.scontrol_listpids import list_pids
+
+        out, err, rc = list_pids(self.request, args)
+        sys.stdout.write(out)
+        sys.stderr.write(err)
+        self.rc = rc or self.rc
 
     def cmd_help(self, args: list[str]) -> None:
         from plurm.tools.scontrol_help import HELP

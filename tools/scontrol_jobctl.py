@@ -43,7 +43,9 @@ def suspend(sc: Any, args: list[str], word: str, resume: bool) -> None:
         fail(sc, f"too few arguments for keyword:{word}")
         return
     for arg in args:
-        control(sc, "suspend_job", arg, {"resume": resume})
+        # scontrol 22.05.8 names a job it does not know (never was, or purged) so in suspend/resume.
+        control(sc, "suspend_job", arg, {"resume": resume},
+                words={"Invalid job id specified": "Unexpected message received"})
 
 
 def fail(sc: Any, line: str) -> None:
@@ -52,8 +54,10 @@ def fail(sc: Any, line: str) -> None:
         sys.stderr.write(line + "\n")
 
 
-def control(sc: Any, msg_type: str, arg: str, body: dict) -> None:
-    """One job list (one argument), one request; the refusals in Slurm's words."""
+def control(sc: Any, msg_type: str, arg: str, body: dict, words: dict[str, str] | None = None) -> None:
+    """One job list (one argument), one request; the refusals in Slurm's words (``words``:
+    this command's own wording of an error)."""
+    words = words or {}
     from plurm.wire.client import ClientError
 
     for prefix in ("jobid=", "job="):
@@ -72,7 +76,7 @@ def control(sc: Any, msg_type: str, arg: str, body: dict) -> None:
         text = str(exc)
         text = text[:text.index(marker) + len(marker)] if marker in text else text
         for token in tokens:
-            fail(sc, f"{text} for job {token}")
+            fail(sc, f"{words.get(text, text)} for job {token}")
         return
     for result in reply.get("results", []):
         entries = result.get("array")
@@ -82,7 +86,7 @@ def control(sc: Any, msg_type: str, arg: str, body: dict) -> None:
             for entry in entries:
                 fail(sc, f"{entry['job']}: {entry.get('error') or 'No error'}")
         elif "error" in result:
-            fail(sc, f"{result['error']} for job {result.get('job')}")
+            fail(sc, f"{words.get(result['error'], result['error'])} for job {result.get('job')}")
 
 
 def requeue_flag(arg: str) -> str | None:
