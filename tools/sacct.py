@@ -23,22 +23,36 @@ from plurm.tools.display import info_action
 PROG = "sacct"
 
 # sacct's getopt table: long name -> (key, has_arg); the key is the short letter where
-# there is one, so that aliases (--uid/--user) are one option to abbreviation.
+# there is one, so that aliases (--uid/--user) are one option to abbreviation.  The long
+# options are in the order of sacct 22.05.8's own table, as its ambiguity messages list them
+# (observed: `sacct --n`, `--u`, `--f`, ... in tests/tools/reference/cli); --constraints,
+# --flags and --use-local-uid are read and have no effect here.
 _SHORT = "aA:bBcDeE:f:g:hi:I:j:k:K:lLM:nN:o:pPq:r:s:S:Tu:vVW:x:X"
 _LONG = {
-    "allusers": ("a", 0), "accounts": ("A", 1), "brief": ("b", 0), "batch-script": ("B", 0),
-    "completion": ("c", 0), "delimiter": ("delimiter", 1), "duplicates": ("D", 0),
-    "helpformat": ("e", 0), "endtime": ("E", 1), "env-vars": ("env-vars", 0),
-    "federation": ("federation", 0), "file": ("f", 1), "gid": ("g", 1), "group": ("g", 1),
-    "help": ("h", 0), "nnodes": ("i", 1), "ncpus": ("I", 1), "jobs": ("j", 1), "json": ("json", 2),
-    "timelimit-min": ("k", 1), "timelimit-max": ("K", 1), "local": ("local", 0), "long": ("l", 0),
-    "allclusters": ("L", 0), "clusters": ("M", 1), "noheader": ("n", 0),
-    "noconvert": ("noconvert", 0), "nodelist": ("N", 1), "name": ("name", 1), "format": ("o", 1),
-    "parsable": ("p", 0), "parsable2": ("P", 0), "qos": ("q", 1), "partition": ("r", 1),
-    "state": ("s", 1), "starttime": ("S", 1), "truncate": ("T", 0), "uid": ("u", 1),
-    "user": ("u", 1), "units": ("units", 1), "usage": ("usage", 0), "verbose": ("v", 0),
-    "version": ("V", 0), "wckeys": ("W", 1), "whole-hetjob": ("whole-hetjob", 2),
-    "associations": ("x", 1), "allocations": ("X", 0), "yaml": ("yaml", 2),
+    "allusers": ("a", 0), "accounts": ("A", 1), "allocations": ("X", 0),
+    "allclusters": ("L", 0), "associations": ("x", 1),
+    "brief": ("b", 0), "batch-script": ("B", 0),
+    "completion": ("c", 0), "constraints": ("constraints", 1), "cluster": ("M", 1),
+    "clusters": ("M", 1),
+    "delimiter": ("delimiter", 1), "duplicates": ("D", 0),
+    "endtime": ("E", 1), "env-vars": ("env-vars", 0),
+    "federation": ("federation", 0), "file": ("f", 1), "flags": ("flags", 1),
+    "fields": ("o", 1), "format": ("o", 1),
+    "gid": ("g", 1), "group": ("g", 1),
+    "helpformat": ("e", 0), "help": ("h", 0),
+    "jobs": ("j", 1), "json": ("json", 2),
+    "timelimit-min": ("k", 1), "timelimit-max": ("K", 1), "truncate": ("T", 0),
+    "local": ("local", 0), "long": ("l", 0),
+    "name": ("name", 1), "nnodes": ("i", 1), "ncpus": ("I", 1), "nodelist": ("N", 1),
+    "noconvert": ("noconvert", 0), "noheader": ("n", 0),
+    "parsable": ("p", 0), "parsable2": ("P", 0), "partition": ("r", 1),
+    "qos": ("q", 1),
+    "state": ("s", 1), "starttime": ("S", 1),
+    "units": ("units", 1), "uid": ("u", 1), "use-local-uid": ("use-local-uid", 0),
+    "usage": ("usage", 0), "user": ("u", 1),
+    "verbose": ("v", 0), "version": ("V", 0),
+    "wckeys": ("W", 1), "whole-hetjob": ("whole-hetjob", 2),
+    "yaml": ("yaml", 2),
 }
 
 USAGE = "Usage: sacct [options]\n\tUse --help for help\n"
@@ -193,6 +207,10 @@ def parse_args(argv: list[str]) -> Options:
             opts.action = opts.action or "version"
         elif key == "e":
             opts.action = opts.action or "helpformat"
+        elif key == "units" and (value[:1].upper() not in tuple("KMGTP") or not value):
+            # the unit's first letter, either case (22.05.8: --units=k and MB pass)
+            raise UsageError(f"{PROG}: error: Invalid unit type '{value[:1]}'. Possible "
+                             f"options are 'KMGTP'\n{PROG}: fatal: Invalid unit type")
         elif key in ("json", "yaml"):
             from plurm.tools.dataparser.emit import OutputError, parse as parse_output
 
@@ -205,8 +223,9 @@ def parse_args(argv: list[str]) -> Options:
                 raise UsageError(exc.text.rstrip("\n")) from None
         # Everything else is accepted and has no effect in plurm.
     if rest:
-        # sacct takes no operands; Slurm treats a stray word as a job list.
-        opts.jobs.extend(v for word in rest for v in _split(word))
+        # sacct takes no operands: 22.05.8 names each stray word and stops
+        raise UsageError("\n".join([f"{PROG}: error: Unknown arguments:"]
+                                   + [f"{PROG}: error:  {word}" for word in rest]))
     return opts
 
 
@@ -222,7 +241,7 @@ def _state_names(values: list[str]) -> list[str]:
         elif value.upper() in full:
             names.append(value.upper())
         else:
-            raise UsageError(f"{PROG}: error: Invalid state: {value}")
+            raise UsageError(f"{PROG}: fatal: unrecognized job state value '{value}'")
     return names
 
 
@@ -234,8 +253,8 @@ def helpformat_text() -> str:
 
     names = sorted(SACCT_NAMES.values(), key=str.lower)
     lines = []
-    for i in range(0, len(names), 4):
-        lines.append("".join(f"{n:<20}" for n in names[i:i + 4]))
+    for i in range(0, len(names), 4):   # 19 columns and a space, as 22.05.8 pads them
+        lines.append(" ".join(f"{n:<19}" for n in names[i:i + 4]))
     return "\n".join(lines) + "\n"
 
 
@@ -250,10 +269,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return run(opts)
     except UsageError as exc:
+        # glibc's getopt line alone: sacct 22.05.8 adds no "Try ... --help" line
         sys.stderr.write(f"{exc}\n")
-        if str(exc).startswith(f"{PROG}: ") and not str(exc).startswith(f"{PROG}: error") \
-                and not str(exc).startswith(f"{PROG}: fatal"):
-            sys.stderr.write(f'Try "{PROG} --help" for more information\n')
         return 1
 
 
@@ -288,7 +305,8 @@ def run(opts: Options) -> int:
         if opts.end is not None:
             body["end_time"] = parse_time(opts.end, now)
     except ValueError as exc:
-        raise UsageError(f"{PROG}: error: Invalid time specification (pos=0): {exc}") from None
+        # Slurm's time parser prints this line unprefixed, and sacct stops
+        raise UsageError(f"Invalid time specification (pos=0): {exc}") from None
     body["job_ids"] = [spec.split(".")[0] for spec in opts.jobs]
     if opts.states:
         body["states"] = _state_names(opts.states)

@@ -51,9 +51,9 @@ def test_scancel_aliases_abbreviate() -> None:
 
 def test_sacct_aliases_and_ambiguity() -> None:
     assert sacct.parse_args(["--uid=a", "--user", "b", "-X"]).users == ["a", "b"]
-    rc, out, err = _main(sacct.main, ["--us=a"])
-    assert rc == 1 and err == ("sacct: option '--us=a' is ambiguous; possibilities: '--user' "
-                               "'--usage'\n" + TRY.format("sacct"))
+    rc, out, err = _main(sacct.main, ["--us=a"])   # 22.05.8's sacct adds no "Try" line
+    assert rc == 1 and err == ("sacct: option '--us=a' is ambiguous; possibilities: "
+                               "'--use-local-uid' '--usage' '--user'\n")
 
 
 def test_scontrol_stops_at_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
