@@ -82,8 +82,8 @@ contiguous||n|flag|bra|
 constraint|C|r|string|bra|*:CONSTRAINT
 core-spec|S|r|nonnegative_int|bra|*:CORE_SPEC
 cores-per-socket||r|positive_int|bra|
-cpu-bind||r|string|r|r:CPU_BIND
-cpu_bind||r|string|r||==cpu-bind
+cpu-bind||r|cpu_bind|r|r:CPU_BIND
+cpu_bind||r|cpu_bind|r||==cpu-bind
 cpu-freq||r|cpu_freq|bra|r:CPU_FREQ_REQ
 cpus-per-gpu||r|positive_int|bra|*:CPUS_PER_GPU
 cpus-per-task|c|r|positive_int|bra|r=SRUN_CPUS_PER_TASK
@@ -119,7 +119,7 @@ ignore-pbs||n|flag|b|b:IGNORE_PBS
 immediate|I|o|string|ra|r:IMMEDIATE a:IMMEDIATE
 input|i|r|string|br|b:INPUT r:STDINMODE
 interactive||n|flag|r|
-jobid||r|string|r|r:JOB_ID
+jobid||r|positive_int|r|r:JOB_ID
 job-name|J|r|string|bra|b:JOB_NAME r:JOB_NAME
 kill-command|K|o|string|a|a:KILL_CMD
 kill-on-bad-exit|K|o|string|r|r:KILL_BAD_EXIT
@@ -295,6 +295,6 @@ PARSERS: dict[str, Callable[..., Any]] = {
     "no_kill": values.parse_no_kill, "gres_flags": values.parse_gres_flags,
     "hint": values.parse_hint, "profile": values.parse_profile,
     "acctg_freq": values.parse_acctg_freq, "cpu_freq": values.parse_cpu_freq,
-    "mem_bind": values.parse_mem_bind, "gpu_bind": values.parse_gpu_bind,
+    "mem_bind": values.parse_mem_bind, "cpu_bind": values.parse_cpu_bind, "gpu_bind": values.parse_gpu_bind,
     "switches": values.parse_switches,
 }

@@ -381,6 +381,38 @@ def parse_mem_bind(value: str, opt: str = "mem-bind") -> str:
     return value
 
 
+_CPU_BIND_WORDS = {"q", "quiet", "v", "verbose", "no", "none", "rank", "rank_ldom",
+                   "sockets", "cores", "threads", "ldoms", "boards"}
+_CPU_BIND_LISTS = ("map_cpu", "mask_cpu", "map_ldom", "mask_ldom")
+
+
+def parse_cpu_bind(value: str, opt: str = "cpu-bind") -> str:
+    """srun --cpu-bind: its words, or map_cpu/mask_cpu/map_ldom/mask_ldom with a list of
+    numbers (decimal or 0x hex, ``*count`` repeats); the list runs on over later commas.
+    Refused as srun 22.05.8 words it (exit 1): the error, then a fatal line."""
+    fatal = "srun: fatal: Failed to parse --cpu-bind= values."
+    in_list = False
+    for word in value.split(","):
+        low = word.lower()
+        kind, colon, first = low.partition(":")
+        if colon and kind in _CPU_BIND_LISTS:
+            in_list, item = True, first
+        elif low in _CPU_BIND_WORDS:
+            in_list = False
+            continue
+        elif in_list:
+            item = low
+        else:
+            raise OptionValueError(fatal, 1, prefixed=False,
+                                   pre_errors=[f'unrecognized --cpu-bind argument "{word}"'])
+        m = re.fullmatch(r"(0x[0-9a-f]+|[0-9]+)(\*[0-9]+)?", item)
+        if not m:
+            bad = re.sub(r"^(0x)?[0-9a-f]*", "", item)[:1] or item[:1]
+            raise OptionValueError(fatal, 1, prefixed=False, pre_errors=[
+                f"Failed to validate number: {item}, the offending character is {bad}"])
+    return value
+
+
 def parse_gpu_bind(value: str, opt: str = "gpu-bind") -> str:
     """[verbose,]closest|none|map_gpu:...|mask_gpu:...|single:N|per_task:N.  sbatch only
     looks at the start: any word beginning with c (closest) or n (none) passes, and the

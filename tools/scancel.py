@@ -52,6 +52,7 @@ _JOB_RE = re.compile(r"(\d+)(?:_(\d+|\[[\d,\-]+\]))?(?:\.(\d+|batch|extern))?\Z"
 # Slurm treats these as success for a plain cancel (the job is already gone).
 _GONE = ("InvalidJobId", "AlreadyDone")
 
+_VALID_STATES = "Valid job states are PENDING, RUNNING, and SUSPENDED"   # unprefixed
 _STATES = {"PENDING": "PENDING", "PD": "PENDING", "RUNNING": "RUNNING", "R": "RUNNING",
            "SUSPENDED": "SUSPENDED", "S": "SUSPENDED"}
 
@@ -91,7 +92,7 @@ def parse_signal(text: str) -> int:
     value = text.strip()
     if value.isdigit():
         number = int(value)
-        if 0 <= number <= 64:
+        if 1 <= number <= 64:    # 22.05.8 refuses 0 ("Unknown job signal: 0")
             return number
         raise ValueError(text)
     name = value.upper()
@@ -115,6 +116,9 @@ def parse_args(argv: list[str], environ: dict[str, str] | None = None) -> Option
         opts.partitions = [environ["SCANCEL_PARTITION"]]
     if environ.get("SCANCEL_STATE"):
         opts.states = [environ["SCANCEL_STATE"]]
+        if environ["SCANCEL_STATE"].upper() not in _STATES:   # its own words (22.05.8)
+            raise UsageError([f"Unrecognized SCANCEL_STATE value: {environ['SCANCEL_STATE']}",
+                              _VALID_STATES])
     if environ.get("SCANCEL_USER"):
         opts.user = environ["SCANCEL_USER"]
     try:
@@ -137,7 +141,7 @@ def parse_args(argv: list[str], environ: dict[str, str] | None = None) -> Option
             try:
                 opts.signal = parse_signal(value)
             except ValueError:
-                raise UsageError([f"{PROG}: error: Invalid job signal: {value}"]) from None
+                raise UsageError([f"Unknown job signal: {value}"]) from None   # unprefixed
         elif key == "t":
             opts.states = [v for v in value.split(",") if v]
         elif key == "u":
@@ -158,8 +162,7 @@ def parse_args(argv: list[str], environ: dict[str, str] | None = None) -> Option
     for value in opts.states:
         state = _STATES.get(value.upper())
         if state is None:
-            raise UsageError([f"{PROG}: error: Invalid job state specified: {value}",
-                              f"{PROG}: error: Valid job states are PENDING, RUNNING and SUSPENDED"])
+            raise UsageError([f"Invalid job state specified: {value}", _VALID_STATES])
         states.append(state)
     opts.states = states
     for arg in rest:
@@ -168,6 +171,19 @@ def parse_args(argv: list[str], environ: dict[str, str] | None = None) -> Option
                 raise UsageError([f"{PROG}: error: Invalid job id {spec}"])
             opts.job_ids.append(spec)
     return opts
+
+
+def _known_user(name: str | None) -> bool:
+    """-u names a local user (or is a uid): checked before asking, as 22.05.8 does."""
+    if name is None or name.isdigit():
+        return True
+    import pwd
+
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code
     if info_action(opts.action, HELP, USAGE):
         return 0
+    if not _known_user(opts.user):
+        sys.stderr.write(f"{PROG}: error: Invalid user name: {opts.user}\n")
+        return 1
     if not opts.job_ids and opts.user is None and not opts.names and not opts.states and not opts.partitions:
         sys.stderr.write(f"{PROG}: error: No job identification provided\n")
         return 1
@@ -233,6 +252,12 @@ def cancel(opts: Options, send=None) -> int:
             sys.stderr.write(f"{PROG}: error: slurm_load_jobs error: {message}\n")
         return 1
     rc = 0
+    if opts.verbose and not opts.job_ids and not reply.get("results"):
+        # filters that matched nothing: said only with -v, the filters in 22.05.8's order
+        shown = [("job_name", ",".join(opts.names)), ("partition", ",".join(opts.partitions)),
+                 ("state", ",".join(opts.states)), ("user_name", opts.user or "")]
+        sys.stderr.write(f"{PROG}: error: No active jobs match ALL job filters, including: "
+                         + "".join(f"{k}={v} " for k, v in shown if v) + "\n")
     for result in reply.get("results", []):
         if "error" not in result:
             if opts.verbose and not opts.job_ids:

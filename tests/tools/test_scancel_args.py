@@ -121,7 +121,7 @@ def test_help_version_and_errors():
     rc, _, err = _main("--bogus")
     assert rc == 1 and err.startswith("scancel: unrecognized option '--bogus'\n")
     rc, _, err = _main("-s", "NOPE", "12")
-    assert rc == 1 and err == "scancel: error: Invalid job signal: NOPE\n"
+    assert rc == 1 and err == "Unknown job signal: NOPE\n"   # unprefixed, as 22.05.8
     rc, _, err = _main("abc")
     assert rc == 1 and err == "scancel: error: Invalid job id abc\n"
 
