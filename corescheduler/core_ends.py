@@ -82,8 +82,9 @@ class JobEnds:
             step.end_time = end
             step.exit_code, step.exit_signal = exit_code, exit_signal
             step.tres_usage_max, step.tres_usage_ave = dict(usage_max or {}), dict(usage_ave or {})
-            step.state = model.CANCELLED if state in (model.CANCELLED, model.PREEMPTED, "REQUEUE") else (
-                model.FAILED if exit_code or exit_signal else model.COMPLETED)
+            # A launch that failed (its files could not be opened): Slurm's .batch step is CANCELLED.
+            step.state = model.CANCELLED if state in (model.CANCELLED, model.PREEMPTED, "REQUEUE") or launch_failed \
+                else (model.FAILED if exit_code or exit_signal else model.COMPLETED)
             self._save_step(step)
         if state == "REQUEUE":
             self._requeue(job, end)

@@ -81,6 +81,7 @@ class NodeDaemon:
         self.steps: dict[tuple[int, int], RunningStep] = {}  # (job id, step id) -> its plurmstepd
         self.unacked: dict[tuple[int, int], dict[str, Any]] = {}  # (job id, run) -> its end report
         self.exiting: list[launch.Child] = []  # supervisors done with their job, not yet reaped
+        self.opening: dict[tuple[int, int], launch.Opening] = {}  # runs whose files are not known open
         self.replays = envelope.ReplayGuard()
         self.ctx = zmq.Context()
         routing_id = b"node:" + node_name.encode() + b":" + os.urandom(8).hex().encode()
@@ -283,6 +284,10 @@ class NodeDaemon:
         job = RunningJob(msg.job_id, restarts, started, run_dir, batch.pgid, jobstate.ProcRef.of(batch.supervisor.pid),
                          batch.supervisor, gpus)
         self.jobs[job.key] = job
+        if batch.opening is not None and (not batch.opening.poll() or batch.opening.failure):
+            # Its files are not open yet (a grace for its output directory), or could not be:
+            # reap() reads the outcome on the loop's turns and reports a failure as a launch's.
+            self.opening[job.key] = batch.opening
         log.info("job %s started (run %s), pid %s", msg.job_id, restarts, batch.pgid)
 
     def _groups(self, job_id: int, scope: str = "all", restarts: int = -1) -> list[int]:
@@ -524,6 +529,9 @@ class NodeDaemon:
         from plurm.nodeagent.prolog import NodeScripts
 
         now = time.time()
+        for key, opening in list(self.opening.items()):
+            if opening.poll() and not opening.failure:
+                del self.opening[key]  # the files are open: the job runs
         for key, job in list(self.jobs.items()):
             status = self._status(job, now)
             if status is None and job.supervised():
@@ -544,6 +552,16 @@ class NodeDaemon:
                 self.exiting.append(job.child)  # it writes the status, then exits: reaped soon
             code, end_time = status
             exit_code, exit_signal = (0, -code) if code < 0 else (code, 0)
+            opening = self.opening.pop(key, None)
+            if opening is not None:
+                opening.poll()  # (what the shell said came before its end)
+                opening.close()
+            if opening is not None and opening.failure:
+                log.error("job %s failed to launch: %s", job.job_id, opening.failure)
+                NodeScripts.of(self).run_epilog(job.job_id, self.name, self.conf_path)
+                self.report_end(job.job_id, job.restarts, *launch.OPEN_FAILED_EXIT, launch_failed=True,
+                                end_time=end_time)
+                continue
             log.info("job %s ended: exit %s signal %s", job.job_id, exit_code, exit_signal)
             record = job.record()
             record.end = {"job_id": job.job_id, "exit_code": exit_code, "exit_signal": exit_signal,

@@ -14,7 +14,11 @@ it cannot), runs the TaskProlog, and execs the script, so the kernel honours its
 ``#!`` line, in a session of its own (its process group is what cancel and time
 limits signal) with SLURM_TASK_PID its own pid.  The wrapper is the child of the
 run's supervisor (supervisor.py, forked by plurmd), not of plurmd: it outlives plurmd.
-A file that cannot be opened fails the launch (LaunchError).  Steps run under ``python -m
+A file that cannot be opened fails the launch (LaunchError), except that a missing directory
+of the --output/--error file is waited for a short grace first (OUTPUT_DIR_GRACE_S): tools
+such as submitit create their log directory just after sbatch returns, and a job may start
+sooner.  plurmd does not wait for the opening: it reads the outcome from the supervisor's
+pipe on its loop's turns (Opening).  Steps run under ``python -m
 plurm.nodeagent.stepd`` (as plurmd's user, like slurmstepd), which starts each
 task through the same wrapper as the owner.
 """
@@ -39,6 +43,15 @@ from plurm.nodeagent.prolog import TASK_PROLOG_SH
 
 UNKNOWN_USER = "User not found on host"  # Slurm's text for a uid the node does not know
 OPEN_WAIT_S = 10.0  # how long a launch waits for the job's shell to open its files
+# How long a batch job waits for the directory of its --output/--error file to appear before it
+# fails as Slurm's does (FAILED, Reason=JobLaunchFailure).  A client library that makes its log
+# directory right after sbatch returns needs milliseconds; 5 s covers a loaded submit host and
+# a shared file system's attribute cache catching up, and keeps a real mistake short to report.
+# Slurm has no such wait (its jobs rarely start within milliseconds of the submission).
+OUTPUT_DIR_GRACE_S = 5.0
+# Slurm 22.05's ExitCode for a batch job whose files cannot be opened (scontrol: ExitCode=0:53,
+# its .batch step CANCELLED 0:53): what plurmd reports for such a launch failure.
+OPEN_FAILED_EXIT = (0, 53)
 
 
 class LaunchError(Exception):
@@ -123,7 +136,11 @@ export SLURM_TASK_PID
 # Batch: $1 directory, $2 stdin, $3 stdout, $4 stderr ("": with stdout), $5 open mode,
 # $6 TaskProlog (""), then the script and its arguments.  stderr is a pipe to plurmd until
 # the files are open: a failure is the shell's message and a marker naming the stream.
+# The first read returns when the supervisor closes the shell's stdin: once the output
+# directories exist, or their grace is over (supervisor.py).
 BATCH_SH = r'''__plurm_wd=$1 __plurm_tp=$6
+read -r __plurm_go || :
+unset __plurm_go
 command exec <"$2" || { echo '@plurm-open stdin' >&2; exit 1; }
 if [ "$5" = append ]; then command exec >>"$3"; else command exec >"$3"; fi || {
   echo '@plurm-open stdout' >&2; exit 1; }
@@ -241,11 +258,18 @@ class BatchStart:
     supervisor: Child
     pgid: int
     run_dir: str
+    opening: Opening | None = None
 
     def wait(self, timeout: float | None = None) -> int:
-        """The script's exit status (as Popen.returncode has it), once its supervisor is done."""
+        """The script's exit status (as Popen.returncode has it), once its supervisor is done;
+        LaunchError when the shell could not open the job's files."""
         from plurm.nodeagent.jobstate import read_status
 
+        if self.opening is not None:
+            failure = self.opening.finish(OUTPUT_DIR_GRACE_S + OPEN_WAIT_S + 30.0 if timeout is None else timeout)
+            if failure is not None:
+                self.supervisor.wait(timeout)
+                raise LaunchError(failure)
         self.supervisor.wait(timeout)
         status = read_status(self.run_dir)
         if status is None:
@@ -255,9 +279,10 @@ class BatchStart:
 
 def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict[str, Any],
                 run_dir: str | None = None, binding: Any = environment.default_binding,
-                task_prolog: str | None = None) -> BatchStart:
+                task_prolog: str | None = None, dir_grace_s: float = OUTPUT_DIR_GRACE_S) -> BatchStart:
     """The job's shell under its supervisor (nodeagent/supervisor.py), which outlives plurmd;
-    its records go to ``run_dir`` (default: the run's directory in ``spool``)."""
+    its records go to ``run_dir`` (default: the run's directory in ``spool``).  Returns once
+    the shell runs; whether it could open its files is ``BatchStart.opening``'s to say."""
     from plurm.nodeagent.jobstate import run_dir as default_run_dir
 
     run_dir = run_dir or default_run_dir(spool, msg.job_id, int(msg.job.get("restarts") or 0))
@@ -270,23 +295,80 @@ def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict
     mode = "append" if msg.open_mode == "append" else "truncate"
     argv = ["/bin/sh", "-c", BATCH_SH, "slurmstepd", msg.work_dir, in_path, out_path,
             "" if err_path == out_path else err_path, mode, task_prolog or "", script_path, *msg.args]
-    payload = {"argv": argv, "env": env, "popen": owner.popen_kwargs(), "run_dir": run_dir, "wait_s": OPEN_WAIT_S}
+    wait_dirs = sorted({os.path.dirname(p) for p in (out_path, err_path)} - {""})
+    payload = {"argv": argv, "env": env, "popen": owner.popen_kwargs(), "run_dir": run_dir, "wait_s": OPEN_WAIT_S,
+               "wait_dirs": wait_dirs, "dir_grace_s": dir_grace_s}
     pid, answers = supervisor.start(payload)
     try:
-        replies = _replies(answers, OPEN_WAIT_S + 30.0)
-    finally:
+        first, rest = _first_reply(answers, 30.0)
+    except BaseException:
         os.close(answers)
+        raise
     child = Child(pid)
-    if not replies or "pid" not in replies[0]:
+    if first is None or "pid" not in first:
+        os.close(answers)
         child.wait()
-        why = replies[0].get("error") if replies else None
+        why = first.get("error") if first else None
         raise LaunchError(str(why or "the job's supervisor did not start"))
-    said = str(replies[1].get("said", "")) if len(replies) > 1 else ""
-    failure = _open_failure(said, {"stdin": in_path, "stdout": out_path, "stderr": err_path})
-    if failure is not None:
-        child.wait()
-        raise LaunchError(failure)
-    return BatchStart(child, int(replies[0]["pid"]), run_dir)
+    opening = Opening(answers, rest, {"stdin": in_path, "stdout": out_path, "stderr": err_path})
+    return BatchStart(child, int(first["pid"]), run_dir, opening)
+
+
+class Opening:
+    """The job's shell opening its files, as its supervisor tells on the pipe: read without
+    blocking, so that plurmd serves on while a job waits for its output directory."""
+
+    def __init__(self, fd: int, buffered: bytes, paths: dict[str, str]) -> None:
+        self.fd: int | None = fd
+        self.buf = buffered
+        self.paths = paths
+        self.failure: str | None = None
+        os.set_blocking(fd, False)
+
+    def fileno(self) -> int:
+        return -1 if self.fd is None else self.fd
+
+    @property
+    def done(self) -> bool:
+        return self.fd is None
+
+    def poll(self) -> bool:
+        """Read what has come; True once the outcome is known (``failure``: None, or why)."""
+        while self.fd is not None and b"\n" not in self.buf:
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return False
+            except OSError:
+                data = b""
+            if not data:
+                break  # the supervisor closed its side (it went on, or died): nothing more comes
+            self.buf += data
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+            line = self.buf.split(b"\n", 1)[0]
+            try:
+                said = json.loads(line).get("said", "") if line else ""
+            except (ValueError, AttributeError):
+                said = ""
+            self.failure = _open_failure(str(said), self.paths)
+        return True
+
+    def finish(self, timeout: float) -> str | None:
+        """Wait (a test's or a BatchStart.wait's caller) for the outcome: the failure, or None."""
+        deadline = time.monotonic() + timeout
+        while not self.poll():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            select.select([self.fd], [], [], min(left, 0.5))
+        return self.failure
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def _daemon_environment() -> dict[str, str]:
@@ -294,11 +376,12 @@ def _daemon_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
 
 
-def _replies(fd: int, wait_s: float) -> list[dict[str, Any]]:
-    """The supervisor's two lines (fewer when it fails or dies)."""
+def _first_reply(fd: int, wait_s: float) -> tuple[dict[str, Any] | None, bytes]:
+    """The supervisor's first line (the shell's pid, or why it could not start), and what
+    came after it; None when it died without a word."""
     buf = b""
     deadline = time.monotonic() + wait_s
-    while buf.count(b"\n") < 2:
+    while b"\n" not in buf:
         left = deadline - time.monotonic()
         if left <= 0:
             break
@@ -309,15 +392,12 @@ def _replies(fd: int, wait_s: float) -> list[dict[str, Any]]:
         if not data:
             break
         buf += data
-    replies: list[dict[str, Any]] = []
-    for line in buf.splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            break
-        if isinstance(value, dict):
-            replies.append(value)
-    return replies
+    line, _, rest = buf.partition(b"\n")
+    try:
+        value = json.loads(line) if line else None
+    except ValueError:
+        value = None
+    return (value if isinstance(value, dict) else None), rest
 
 
 def start_stepd(msg: protocol.LaunchTasks, node_name: str, spool: str, key_path: str,

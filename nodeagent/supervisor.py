@@ -12,7 +12,11 @@ spool directory, and how long to wait for the shell to open the job's files, it
 2. writes ``procs.json`` (its pid and start time, the job's group) and tells plurmd on a
    pipe, one JSON line each, the shell's pid, then what the shell said before its files
    were open (launch.py reads a failure in it);
-3. waits for the shell, SIGKILLs what is left of its group (backgrounded processes go
+3. before that, holds the shell (it reads its stdin first) while a directory its --output/
+   --error file goes in does not exist yet, for a grace (``dir_grace_s``,
+   launch.OUTPUT_DIR_GRACE_S), checked as this process sees the file system: a directory
+   the owner may not enter exists, and the shell fails on it at once;
+4. waits for the shell, SIGKILLs what is left of its group (backgrounded processes go
    with the script, as before), writes ``status.json`` atomically and exits.
 
 plurmd learns of the end from that file and need not be this process's parent: a plurmd
@@ -69,6 +73,21 @@ def _read_until_closed(fd: int, wait_s: float) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
+def _await_dirs(dirs: list[str], grace_s: float, shell: subprocess.Popen) -> None:
+    """Until every directory exists (ENOENT only: any other error is the shell's to report),
+    or the grace is over; polled, since inotify cannot watch a path whose parents are missing."""
+    deadline = time.monotonic() + grace_s
+    for path in dirs:
+        while time.monotonic() < deadline and shell.poll() is None:  # (a cancel ends the wait)
+            try:
+                os.stat(path)
+                break
+            except FileNotFoundError:
+                time.sleep(0.05)
+            except OSError:
+                break
+
+
 def start(payload: dict) -> tuple[int, int]:
     """Fork the supervisor of one run: (its pid, the read end of the pipe it answers on)."""
     read_end, write_end = os.pipe()
@@ -116,7 +135,7 @@ def _supervise(payload: dict) -> int:
     run_dir: str = payload["run_dir"]
     read_end, write_end = os.pipe()
     try:
-        shell = subprocess.Popen(payload["argv"], cwd="/", env=payload["env"], stdin=subprocess.DEVNULL,
+        shell = subprocess.Popen(payload["argv"], cwd="/", env=payload["env"], stdin=subprocess.PIPE,
                                  stdout=subprocess.DEVNULL, stderr=write_end, start_new_session=True,
                                  close_fds=True, **payload["popen"])
     except OSError as exc:
@@ -128,6 +147,9 @@ def _supervise(payload: dict) -> int:
     jobstate.write_json(os.path.join(run_dir, "procs.json"),
                         {"pid": me, "ticks": jobstate.start_ticks(me), "pgid": shell.pid})
     _say({"pid": shell.pid})
+    _await_dirs(payload.get("wait_dirs", ()), float(payload.get("dir_grace_s", 0.0)), shell)
+    assert shell.stdin is not None
+    shell.stdin.close()  # the shell's first read returns: it opens the files now
     _say({"said": _read_until_closed(read_end, float(payload.get("wait_s", 10.0)))})
     # plurmd has what it needs from our pipe; it may go away from now on.
     devnull = os.open(os.devnull, os.O_RDWR)
