@@ -30,9 +30,74 @@ def default_cluster_dir() -> str:
     return os.path.join(base, "cluster")
 
 
+# Where Slurm's commands look when SLURM_CONF is not set (its built-in default).
+SYSTEM_CONF = "/etc/slurm/slurm.conf"
+_ANCESTRY_DEPTH = 64  # a bound on the walk up the process tree (a loop in /proc is impossible; a bug is not)
+
+
 def conf_path() -> str:
-    """SLURM_CONF as Slurm's commands read it, else the local cluster's."""
-    return os.environ.get("SLURM_CONF") or os.path.join(default_cluster_dir(), "slurm.conf")
+    """The slurm.conf a command uses, as Slurm's commands find theirs, with plurm's two additions:
+
+    1. ``$SLURM_CONF``;
+    2. inside a job: the cluster of the job this process runs in, even when a tool started it
+       with a pared-down environment (``env -i``, ``subprocess.run(env={...})``): the nearest
+       ancestor whose environment (as it was exec'd, /proc/PID/environ) has SLURM_JOB_ID and
+       SLURM_CONF, which plurmd sets in every job (the role of Slurm's configless cache: the
+       node's own configuration, found without the environment);
+    3. ``$PLURM_HOME``'s local cluster, when PLURM_HOME is set and it has one (an explicit choice);
+    4. ``/etc/slurm/slurm.conf`` (Slurm's default), when it exists;
+    5. the default local cluster (``plurm cluster up``'s ~/.local/state/plurm/cluster).
+
+    A job is looked for before /etc/slurm because a host may run plurm beside a real Slurm."""
+    env = os.environ.get("SLURM_CONF")
+    if env:
+        return env
+    found = job_conf()
+    if found:
+        return found
+    local = os.path.join(default_cluster_dir(), "slurm.conf")
+    if os.environ.get("PLURM_HOME") and os.path.exists(local):
+        return local
+    if os.path.exists(SYSTEM_CONF):
+        return SYSTEM_CONF
+    return local
+
+
+def job_conf(pid: int | None = None) -> str | None:
+    """SLURM_CONF of the job ``pid`` (default: this process) runs in, from its ancestors'
+    environments; None outside a job.  A few small /proc reads: the walk stops at the first
+    job process, at a process it may not read (another user's: a job's processes are its
+    owner's), or at init."""
+    pid = os.getppid() if pid is None else pid
+    for _ in range(_ANCESTRY_DEPTH):
+        if pid <= 1:
+            return None
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:
+            return None  # gone, or not ours to read
+        if b"SLURM_JOB_ID=" in environ:
+            conf = job_id = b""
+            for entry in environ.split(b"\0"):
+                if entry.startswith(b"SLURM_CONF="):
+                    conf = entry[11:]
+                elif entry.startswith(b"SLURM_JOB_ID="):
+                    job_id = entry[13:]
+            if conf and job_id:
+                return os.fsdecode(conf)
+        pid = _parent(pid)
+    return None
+
+
+def _parent(pid: int) -> int:
+    """The parent's pid from /proc/PID/stat (after the command name, which may hold spaces)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+        return int(stat[stat.rindex(b")") + 2:].split(None, 2)[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 class ClientError(Exception):
@@ -90,15 +155,9 @@ def read_settings(path: str | None = None) -> ClientSettings:
     host, port, cluster = "localhost", 6817, "cluster"
     auth_type = auth_info = None
     daemon_users: list[str] = []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise ClientError(f"Could not open configuration file {path}: {exc.strerror}", "ConfigError") from None
     hosts: list[tuple[str, str]] = []  # (name, address) of every controller, primary first
     backup: list[str] = ["", ""]
-    for line in text.replace("\\\n", " ").splitlines():
-        line = line.split("#", 1)[0]
+    for line in _conf_lines(path):
         for token in line.split():
             key, sep, value = token.partition("=")
             if not sep:
@@ -127,6 +186,46 @@ def read_settings(path: str | None = None) -> ClientSettings:
         host = hosts[0][1]
     return ClientSettings(path, host, port, key_path_for(path), cluster, auth_type, auth_info, tuple(daemon_users),
                           tuple(a for _, a in hosts), tuple(n for n, _ in hosts))
+
+
+_INCLUDE_DEPTH = 16  # as the daemons' parser (grammar/confsyntax.py)
+
+
+def _conf_lines(path: str, depth: int = 0, seen: tuple[str, ...] = ()) -> list[str]:
+    """slurm.conf's logical lines, comments cut, with its ``Include`` files spliced in as the
+    daemons' parser does: a relative path from the including file's directory, a glob
+    pattern for its matches in order; a missing Include file, a loop, or nesting past 16 is
+    the daemons' error to report (the command reads what it can)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError as exc:
+        if depth:
+            return []
+        raise ClientError(f"Could not open configuration file {path}: {exc.strerror}", "ConfigError") from None
+    lines: list[str] = []
+    for line in text.replace("\\\n", " ").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line[:7].lower() != "include" or not (line[7:8] == "=" or line[7:8].isspace()) or not line[8:].strip():
+            lines.append(line)
+            continue
+        rest = line[8:]
+        if depth >= _INCLUDE_DEPTH:
+            continue
+        pattern = rest.strip().strip('"').strip("'")
+        if not os.path.isabs(pattern):
+            pattern = os.path.join(os.path.dirname(path) or ".", pattern)
+        if any(c in pattern for c in "*?["):
+            import glob
+
+            matches = sorted(glob.glob(pattern))
+        else:
+            matches = [pattern]
+        for match in matches:
+            real = os.path.realpath(match)
+            if real not in seen:
+                lines.extend(_conf_lines(match, depth + 1, seen + (os.path.realpath(path), real)))
+    return lines
 
 
 def client_auth(settings: ClientSettings) -> auth.AuthPlugin:
