@@ -135,11 +135,18 @@ setup(
             "numpy",
             "matplotlib",  # plurm simulate's plots (tests/tools/simulate)
             "psycopg[binary]>=3.1",  # the PostgreSQL store and the standby (tests/failover)
+            # Client libraries run unmodified against a local cluster (tests/integration/
+            # test_client_libraries.py); pinned: what they parse of our commands' output matters.
+            "submitit==1.5.4",
+            "dask-jobqueue==0.9.0",
+            "dask[distributed]==2026.8.0",
             # --json/--yaml checked against slurmrestd's OpenAPI schemas (tests/tools/test_json_output.py);
             # the registry API that resolves the specs' $refs came with these versions
             "jsonschema>=4.18",
             "openapi-schema-validator>=0.6",
         ],
+        # The client libraries, for users who drive plurm with them (also in "test").
+        "clients": ["submitit==1.5.4", "dask-jobqueue==0.9.0", "dask[distributed]==2026.8.0"],
         "sim": ["matplotlib>=3.5"],
         # StateSaveLocation=postgresql://...: a store two controllers share (imported only then)
         "postgresql": ["psycopg[binary]>=3.1"],  # plurm simulate's PNG plots; runs without it under --no-plots
