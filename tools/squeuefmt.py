@@ -163,7 +163,6 @@ def _end_time(job: dict) -> float | None:
     return None
 
 
-def _tres_per_node(job: dict) -> str:
 def _end_text(job: dict, ctx: Context) -> tuple[str, bool]:
     """%e: a running job without a limit has no end: NONE (as squeue 22.05.8); else N/A or the time."""
     end = _end_time(job)
@@ -172,6 +171,7 @@ def _end_text(job: dict, ctx: Context) -> tuple[str, bool]:
     return _time(end, ctx)
 
 
+def _tres_per_node(job: dict) -> str:
     gres = _spec(job).get("gres")
     if not gres:
         return "N/A"
