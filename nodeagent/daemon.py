@@ -391,13 +391,13 @@ class NodeDaemon:
         try:
             if header["type"] == "launch_tasks":
                 reply = self.launch_step(header, msg)
+            elif header["type"] == "step_stat":
+                reply = self.step_stat(header["uid"], msg)
             elif header["type"] == "signal_tasks":
                 owner = self.step_owners.get((msg.job_id, msg.step_id))
                 if header["uid"] not in self.daemon_uids and header["uid"] != owner:
                     reply = {"error": "Access/permission denied"}
                 else:
-            elif header["type"] == "step_stat":
-                reply = self.step_stat(header["uid"], msg)
                     step = self.steps.get((msg.job_id, msg.step_id))
                     if step is not None:
                         jobstate.kill_group(step.pid, msg.signal)
@@ -411,11 +411,6 @@ class NodeDaemon:
         body = {"message": reply["error"], "code": "LaunchError"} if kind == "error" else reply
         self.srv.send_multipart([ident, b""] + envelope.seal(self.auth, kind, body, parent))
 
-    def launch_step(self, header: dict, msg: protocol.LaunchTasks) -> dict[str, Any]:
-        try:
-            terms = stepcred.check(self.auth, msg.credential, self.daemon_uids, self.name, msg.job_id,
-                                   msg.step_id, header["uid"])
-        except auth.AuthError as exc:
     def step_stat(self, uid: int, msg: protocol.StepStat) -> dict[str, Any]:
         """sstat / scontrol listpids: each step's tasks on this node, read from /proc now
         (nodeagent/stepusage.py); a user sees the steps of their own jobs only."""
@@ -440,6 +435,11 @@ class NodeDaemon:
             steps.append({"job_id": job_id, "step_id": step_id, "tasks": [t.as_dict() for t in tasks]})
         return {"node": self.name, "steps": steps}
 
+    def launch_step(self, header: dict, msg: protocol.LaunchTasks) -> dict[str, Any]:
+        try:
+            terms = stepcred.check(self.auth, msg.credential, self.daemon_uids, self.name, msg.job_id,
+                                   msg.step_id, header["uid"])
+        except auth.AuthError as exc:
             self.log_limit.warning("refused", "refused launch of step %s.%s from uid %s: %s", msg.job_id,
                                    msg.step_id, header["uid"], exc)
             return {"error": f"Invalid job credential: {exc}"}
