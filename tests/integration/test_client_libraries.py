@@ -81,7 +81,9 @@ def test_submitit_function_job_returns_its_value(lib_cluster: Cluster, tmp_path:
     # the job waits for it (the grace) instead of failing to open its output.
     job = _executor(tmp_path / "logs").submit(_add, 2, 3)
     assert job.result() == 5
-    assert lib_cluster.job(job.job_id)["state"] == "COMPLETED"
+    # submitit reads the result file the job writes before it exits: the job may still be
+    # RUNNING for a moment, so wait for its end rather than read its state at once
+    assert lib_cluster.wait_state(job.job_id, {"COMPLETED"}, timeout=60)["state"] == "COMPLETED"
 
 
 def test_submitit_two_tasks_through_srun_see_their_ranks(lib_cluster: Cluster, tmp_path: Path) -> None:
