@@ -1,0 +1,206 @@
+"""Interactive and waiting forms (issue 13, points 8 and 10): sbatch --wait, srun's I/O options,
+--pty, Ctrl-C on srun and salloc.  The expected words and exit codes are the real Slurm 22.05's,
+captured on the anchor cluster (tests/integration/reference/interactive/INDEX.md)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+from pathlib import Path
+
+import pytest
+
+from plurmtest import Cluster, command
+
+
+class Terminal:
+    """A command on a pseudo-terminal of the test's own (what a user's terminal is)."""
+
+    def __init__(self, cluster: Cluster, name: str, *args: str, cwd: Path) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: exec at once
+            os.chdir(cwd)
+            argv = command(name) + list(args)
+            os.execvpe(argv[0], argv, cluster.env)
+        self.output = b""
+
+    def read_until(self, text: str, limit_s: float = 30.0) -> str:
+        """Output until ``text`` appears (or the command ends / the limit passes: then the
+        assertion that follows fails with what was read)."""
+        import time
+
+        deadline = time.monotonic() + limit_s
+        while text.encode() not in self.output and time.monotonic() < deadline:
+            ready, _, _ = select.select([self.fd], [], [], 0.2)
+            if ready:
+                try:
+                    data = os.read(self.fd, 4096)
+                except OSError:
+                    break
+                if not data:
+                    break
+                self.output += data
+        return self.output.decode(errors="replace")
+
+    def send(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def wait(self) -> int:
+        self.read_until("\0never\0", limit_s=60.0)  # to the end of its output
+        _, status = os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        return os.waitstatus_to_exitcode(status)
+
+
+# ------------------------------------------------------------------ sbatch --wait
+@pytest.mark.parametrize("body,expected", [("exit 3", 3), ("kill -9 $$", 1), ("true", 0)])
+def test_sbatch_wait_exits_with_the_jobs_code(cluster: Cluster, workdir: Path, body: str, expected: int) -> None:
+    proc = cluster.run("sbatch", "--wait", "-o", "/dev/null", "--wrap", body, cwd=workdir)
+    assert proc.returncode == expected, proc.stderr
+    assert proc.stdout.startswith("Submitted batch job ")
+    assert "does not act on" not in proc.stderr
+
+
+def test_sbatch_wait_on_a_cancelled_job_exits_0(cluster: Cluster, workdir: Path) -> None:
+    import subprocess
+
+    waiting = subprocess.Popen(command("sbatch") + ["--wait", "--parsable", "-o", "/dev/null", "--wrap", "sleep 300"],
+                               cwd=workdir, env=cluster.env, stdout=subprocess.PIPE, text=True)
+    assert waiting.stdout is not None
+    job_id = int(waiting.stdout.readline())
+    cluster.wait_state(job_id, "RUNNING")
+    cluster.run("scancel", str(job_id), check=True)
+    assert waiting.wait(timeout=60) == 0  # Slurm: a cancelled job's ExitCode is 0:0
+
+
+def test_sbatch_wait_array_is_the_highest_task_code(cluster: Cluster, workdir: Path) -> None:
+    proc = cluster.run("sbatch", "--wait", "--array=0-2", "-o", "/dev/null", "--wrap", "exit $SLURM_ARRAY_TASK_ID",
+                       cwd=workdir)
+    assert proc.returncode == 2
+
+
+# ------------------------------------------------------------------ srun I/O
+def test_srun_forwards_stdin(cluster: Cluster, workdir: Path) -> None:
+    assert cluster.run("srun", "-n1", "cat", input="hello\n", cwd=workdir, check=True).stdout == "hello\n"
+    both = cluster.run("srun", "-n2", "-l", "cat", input="a\nb\n", cwd=workdir, check=True).stdout
+    assert sorted(both.splitlines()) == ["0: a", "0: b", "1: a", "1: b"]
+    one = cluster.run("srun", "-n2", "-l", "--input=1", "cat", input="a\nb\n", cwd=workdir, check=True).stdout
+    assert one.splitlines() == ["1: a", "1: b"]
+    assert cluster.run("srun", "-n2", "--input=none", "cat", input="a\n", cwd=workdir, check=True).stdout == ""
+
+
+def test_srun_input_files(cluster: Cluster, workdir: Path) -> None:
+    (workdir / "in.txt").write_text("from file\n")
+    (workdir / "in-0.txt").write_text("zero\n")
+    (workdir / "in-1.txt").write_text("one\n")
+    shared = cluster.run("srun", "-n2", "-l", "-i", "in.txt", "cat", cwd=workdir, check=True).stdout
+    assert sorted(shared.splitlines()) == ["0: from file", "1: from file"]
+    per_task = cluster.run("srun", "-n2", "-l", "-i", "in-%t.txt", "cat", cwd=workdir, check=True).stdout
+    assert sorted(per_task.splitlines()) == ["0: zero", "1: one"]
+    missing = cluster.run("srun", "-n1", "-i", "nonexist.txt", "cat", cwd=workdir)
+    assert missing.returncode == 1
+    assert missing.stderr.strip().endswith("srun: error: Could not open stdin file: No such file or directory")
+
+
+def test_srun_output_patterns(cluster: Cluster, workdir: Path) -> None:
+    script = "echo out $SLURM_PROCID; echo err $SLURM_PROCID >&2"
+    cluster.run("srun", "-n2", "-o", "out-%t.txt", "sh", "-c", script, cwd=workdir, check=True)
+    assert (workdir / "out-0.txt").read_text() == "out 0\nerr 0\n"
+    assert (workdir / "out-1.txt").read_text() == "out 1\nerr 1\n"
+    job = cluster.run("srun", "-N2", "-n3", "-o", "o-%j-%s-%n-%t.txt", "true", cwd=workdir, check=True)
+    assert job.stdout == ""
+    names = sorted(p.name.split("-", 2)[2] for p in workdir.glob("o-*.txt"))
+    assert names == ["0-0-0.txt", "0-0-1.txt", "0-1-2.txt"]  # step 0; node 0 has tasks 0 and 1 (3+... layout)
+    cluster.run("srun", "-n2", "-o", "oo.txt", "-e", "ee.txt", "sh", "-c", script, cwd=workdir, check=True)
+    assert sorted((workdir / "oo.txt").read_text().splitlines()) == ["out 0", "out 1"]
+    assert sorted((workdir / "ee.txt").read_text().splitlines()) == ["err 0", "err 1"]
+    cluster.run("srun", "-n2", "-l", "-o", "ol.txt", "sh", "-c", "echo out $SLURM_PROCID", cwd=workdir, check=True)
+    assert sorted((workdir / "ol.txt").read_text().splitlines()) == ["0: out 0", "1: out 1"]
+    none = cluster.run("srun", "-n2", "-o", "none", "sh", "-c", "echo out; echo err >&2", cwd=workdir, check=True)
+    assert (none.stdout, none.stderr) == ("", "")
+    no_err = cluster.run("srun", "-n2", "-e", "none", "sh", "-c", "echo out; echo err >&2", cwd=workdir, check=True)
+    assert (no_err.stdout, no_err.stderr) == ("out\nout\n", "")
+    task0 = cluster.run("srun", "-n2", "-o", "0", "sh", "-c", "echo out $SLURM_PROCID; echo err >&2", cwd=workdir,
+                        check=True)
+    assert (task0.stdout, task0.stderr) == ("out 0\n", "err\n")
+    bad = cluster.run("srun", "-n1", "-o", "/nonexist/x.txt", "echo", "hi", cwd=workdir)
+    assert bad.returncode == 1
+    assert "srun: error: Could not open stdout file: No such file or directory" in bad.stderr
+
+
+# ------------------------------------------------------------------ --pty, Ctrl-C
+def test_srun_pty_gives_task_zero_a_terminal(cluster: Cluster, workdir: Path) -> None:
+    term = Terminal(cluster, "srun", "--pty", "bash", "-c", "tty; stty size", cwd=workdir)
+    assert term.wait() == 0
+    lines = term.output.decode().splitlines()
+    assert lines[0].startswith("/dev/pts/"), lines
+    assert lines[1] == "0 0"  # the test's terminal has no size: Slurm's srun shows the same
+
+
+def test_srun_pty_ctrl_c_goes_to_the_task(cluster: Cluster, workdir: Path) -> None:
+    term = Terminal(cluster, "srun", "--pty", "bash", "-c",
+                    'trap "echo got INT; exit 5" INT; echo ready; sleep 300 & wait', cwd=workdir)
+    term.read_until("ready")
+    term.send(b"\x03")
+    assert term.wait() == 5
+    assert "got INT" in term.output.decode()
+    assert "srun: error: n1: task 0: Exited with exit code 5" in term.output.decode() or \
+        "task 0: Exited with exit code 5" in term.output.decode()
+
+
+def test_ctrl_c_on_a_pending_srun_revokes_it(cluster: Cluster, workdir: Path) -> None:
+    term = Terminal(cluster, "srun", "--begin=now+1hour", "-n1", "hostname", cwd=workdir)
+    text = term.read_until("queued and waiting for resources")
+    job_id = int(text.split("srun: job ", 1)[1].split()[0])
+    term.send(b"\x03")
+    assert term.wait() == 1
+    assert f"srun: Job allocation {job_id} has been revoked" in term.output.decode()
+    assert "Traceback" not in term.output.decode()
+    assert cluster.wait_state(job_id, "CANCELLED")["state"] == "CANCELLED"
+
+
+def test_ctrl_c_on_a_pending_salloc_revokes_it(cluster: Cluster, workdir: Path) -> None:
+    term = Terminal(cluster, "salloc", "--begin=now+1hour", "-n1", "hostname", cwd=workdir)
+    text = term.read_until("queued and waiting for resources")
+    job_id = int(text.split("salloc: Pending job allocation ", 1)[1].split()[0])
+    term.send(b"\x03")
+    assert term.wait() == 1
+    assert f"salloc: Job allocation {job_id} has been revoked.\r\nsalloc: Job aborted due to signal" \
+        in term.output.decode()
+    assert cluster.wait_state(job_id, "CANCELLED")["state"] == "CANCELLED"
+
+
+def test_ctrl_c_twice_on_a_running_srun_aborts_the_step(cluster: Cluster, workdir: Path) -> None:
+    term = Terminal(cluster, "srun", "-n2", "bash", "-c", "echo ready; exec sleep 300", cwd=workdir)
+    term.read_until("ready\r\nready")
+    term.send(b"\x03")
+    text = term.read_until("running")
+    assert "srun: interrupt (one more within 1 sec to abort)\r\n" in text
+    assert "srun: StepId=" in text and ".0 tasks 0-1: running" in text
+    term.send(b"\x03")  # at once: well within the second
+    assert term.wait() == 128 + signal.SIGINT
+    text = term.output.decode()
+    assert "srun: sending Ctrl-C to StepId=" in text
+    assert "srun: forcing job termination\r\nsrun: Job step aborted: Waiting up to 32 seconds for job step to " \
+           "finish." in text
+
+
+# ------------------------------------------------------------------ salloc
+def test_salloc_command_exit_codes(cluster: Cluster, workdir: Path) -> None:
+    assert cluster.run("salloc", "-N1", "sh", "-c", "exit 3", cwd=workdir).returncode == 3
+    missing = cluster.run("salloc", "-N1", "nonexistentcmd", cwd=workdir)
+    assert missing.returncode == 1
+    assert 'salloc: error: _fork_command: Unable to find command "nonexistentcmd"' in missing.stderr
+    (workdir / "k9.sh").write_text("#!/bin/sh\nkill -9 $$\n")
+    (workdir / "k9.sh").chmod(0o755)
+    assert cluster.run("salloc", "-N1", "./k9.sh", cwd=workdir).returncode == 0  # as 22.05's salloc
+
+
+def test_srun_jobid_of_a_job_that_does_not_run(cluster: Cluster, workdir: Path) -> None:
+    proc = cluster.run("srun", "--jobid=99999", "hostname", cwd=workdir)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "srun: error: Unable to confirm allocation for job 99999: Invalid job id specified",
+        "srun: Check SLURM_JOB_ID environment variable. Expired or invalid job 99999"]
