@@ -30,6 +30,8 @@ def start_pair(postgres, base: Path, nodes: int = 2) -> Cluster:
     cluster.up("--nodes", str(nodes), "--cpus-per-node", "2", "--memory-per-node", "2000", "--controllers", "2",
                "--state", url, "--slurmctld-timeout", str(TIMEOUT_S))
     wait_for(lambda: active(cluster, PRIMARY), what="the primary to hold control")
+    # `cluster up` returns once the primary answers; the backup may still be binding its socket.
+    wait_for(lambda: ping(cluster, BACKUP) is not None, what="the backup to answer")
     return cluster
 
 
