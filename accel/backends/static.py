@@ -4,9 +4,9 @@ detection library or with ``AutoDetect=off``.  No vendor library is involved.
 Options: ``gres_conf`` (path; else ``$PLURM_GRES_CONF``), ``node`` (this node's
 name; else the short host name), ``gres_names`` (comma list; default ``gpu``).
 The vendor comes from the entry's environment flag (``nvidia_gpu_env`` ->
-nvidia, ...) or from a ``/dev/nvidia*`` file name; a device of unknown make
-binds as Slurm binds a plain gres/gpu (``CUDA_VISIBLE_DEVICES`` and
-``GPU_DEVICE_ORDINAL``).
+nvidia, ...); without one the device binds as Slurm binds a plain gres/gpu:
+every vendor's variable (``CUDA_VISIBLE_DEVICES``, ``ROCR_VISIBLE_DEVICES``,
+``GPU_DEVICE_ORDINAL``, ``ZE_AFFINITY_MASK``), even for ``/dev/nvidia*`` files.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ def _vendor(entry: Any) -> str:
     for flag, vendor in _FLAG_VENDOR:
         if flag in flags:
             return vendor
-    if entry.files and all(os.path.basename(f).startswith("nvidia") for f in entry.files):
-        return "nvidia"
+    # No flag: a plain gres/gpu, whatever its device files are called.  Slurm 22.05 sets every
+    # vendor's variable for File=/dev/nvidia[0-3] without flags (tests/integration/reference/env,
+    # gres_gpu1), so a file name must not narrow the binding to CUDA's.
     return "unknown"
 
 

@@ -37,7 +37,9 @@ def test_devices_from_files(gres_conf, pm):
     assert result.errors == {}
     assert [d.index for d in result.devices] == [0, 1, 2, 3]
     assert result.devices[2].device_file.endswith("/dev/nvidia2")
-    assert {d.vendor for d in result.devices} == {"nvidia"}
+    # No environment flag: a plain gres/gpu, whatever the files are called (Slurm sets every
+    # vendor's variable for them; see test_binding_matches_the_slurm_capture).
+    assert {d.vendor for d in result.devices} == {"unknown"}
 
 
 def test_devices_from_count_and_flags(gres_conf, pm):
@@ -49,14 +51,24 @@ def test_devices_from_count_and_flags(gres_conf, pm):
 
 
 def test_binding_matches_the_slurm_capture(gres_conf, pm):
-    """The reference cluster's gres.conf (File=.../nvidia[0-3], no flags) gave job
-    x-1_0, holding GPUs 0 and 1, exactly these two variables."""
+    """The reference cluster's gres.conf (File=.../nvidia[0-3], no flags) gave job x-1_0,
+    holding GPUs 0 and 1, CUDA_VISIBLE_DEVICES and GPU_DEVICE_ORDINAL (that capture kept only
+    those two); the anchor's whole-environment capture of a `--gres=gpu:1` job shows that
+    Slurm sets all four vendors' variables for such a gres.conf."""
+    import json
+
     captured = _env_file("envfile_x-1_0.out.txt")
     devices = detect(["static"], options={"gres_conf": str(gres_conf), "node": "n1"},
                      manager=pm).devices
     env = binding_env(devices[:2], manager=pm)
-    assert env == {k: captured[k] for k in ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")}
-
+    assert {k: env[k] for k in ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")} == {
+        k: captured[k] for k in ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")}
+    whole = json.loads((Path(__file__).parents[1] / "integration" / "reference" / "env" / "slurm-22.05.json")
+                       .read_text())["kinds"]["gres_gpu1"]["dumps"][""]
+    vendor_vars = {k: v for k, v in whole.items()
+                   if k in ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK")}
+    assert binding_env(devices[:1], manager=pm) == vendor_vars == dict.fromkeys(vendor_vars, "0")
+    assert len(vendor_vars) == 4
 
 def test_gres_conf_flags_choose_the_variables(gres_conf, pm):
     devices = detect(["static"], options={"gres_conf": str(gres_conf), "node": "n1"},
