@@ -202,6 +202,7 @@ def _conf_lines(path: str, depth: int = 0, seen: tuple[str, ...] = ()) -> list[s
     except OSError as exc:
         if depth:
             return []
+        _config_log(path, exc.strerror or str(exc))
         raise ClientError(f"Could not open configuration file {path}: {exc.strerror}", "ConfigError") from None
     lines: list[str] = []
     for line in text.replace("\\\n", " ").splitlines():
@@ -244,6 +245,16 @@ def _auth_log(message: str) -> None:
 
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "plurm"
     print(f"{prog}: error: {message}", file=sys.stderr)
+
+
+def _config_log(path: str, reason: str) -> None:
+    """As Slurm's commands report a slurm.conf they cannot read (its parser's error, before the
+    command's own message), with plurm's hint where the file is the default local cluster's.
+    Slurm retries for 60 s first (a configuration on a slow network mount); plurm does not."""
+    _auth_log(f"s_p_parse_file: cannot stat file {path}: {reason}")
+    if os.path.abspath(path) == os.path.join(os.path.abspath(default_cluster_dir()), "slurm.conf"):
+        _auth_log("no cluster found (no SLURM_CONF, no /etc/slurm/slurm.conf, no local cluster): "
+                  "start one with `plurm cluster up`, or set SLURM_CONF")
 
 
 class Connection:

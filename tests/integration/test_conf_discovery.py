@@ -93,6 +93,22 @@ def test_a_command_in_a_job_finds_the_jobs_cluster_under_env_i(cluster: Cluster,
     assert (workdir / f"slurm-{job_id}.out").read_text() == f"{job_id} RUNNING\nJobState=RUNNING\nstep-ran\n"
 
 
+def test_outside_a_job_without_slurm_conf_the_default_cluster(cluster: Cluster, tmp_path: Path) -> None:
+    """Outside a job, with neither SLURM_CONF nor /etc/slurm/slurm.conf, nothing is found but the
+    default local cluster; a missing one is reported as Slurm reports a missing slurm.conf (its
+    parser's error line), with how to start one, and exit code 1."""
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = _with_private_etc(tmp_path, {}, command("squeue") + ["-h"], _bare_env(home))
+    default = home / ".local" / "state" / "plurm" / "cluster" / "slurm.conf"
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr.splitlines() == [
+        f"squeue: error: s_p_parse_file: cannot stat file {default}: No such file or directory",
+        "squeue: error: no cluster found (no SLURM_CONF, no /etc/slurm/slurm.conf, no local cluster): "
+        "start one with `plurm cluster up`, or set SLURM_CONF",
+        "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"]
+
+
 def test_etc_slurm_with_its_include_lines(cluster: Cluster, workdir: Path, tmp_path: Path) -> None:
     """/etc/slurm/slurm.conf as Slurm's commands read it: an Include relative to /etc/slurm, and
     from there an absolute one (the cluster's own file)."""
