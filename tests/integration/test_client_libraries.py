@@ -96,6 +96,8 @@ def test_submitit_map_array_keeps_the_parallelism_limit(lib_cluster: Cluster, tm
     executor = _executor(tmp_path / "logs", slurm_array_parallelism=2)
     jobs = executor.map_array(_square_slowly, [1, 2, 3, 4, 5])
     assert [job.result() for job in jobs] == [1, 4, 9, 16, 25]
+    for job in jobs:  # the results are written before the jobs end: their end times come after
+        lib_cluster.wait_state(job.job_id, "COMPLETED", timeout=60)
     spans = [(lib_cluster.job(job.job_id)["start_time"], lib_cluster.job(job.job_id)["end_time"]) for job in jobs]
     # 8 free CPUs: without the %2 limit all five would run at once.
     most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
@@ -116,7 +118,9 @@ def test_submitit_shows_the_jobs_traceback(lib_cluster: Cluster, tmp_path: Path)
     with pytest.raises(submitit.core.utils.FailedJobError, match="boom from inside the job"):
         job.result()
     assert "ValueError: boom from inside the job" in str(job.exception())
-    assert lib_cluster.job(job.job_id)["state"] == "FAILED"
+    # submitit reads the pickled exception the job wrote before its process exited (CI once
+    # caught it RUNNING): the job's end is waited for.
+    assert lib_cluster.wait_state(job.job_id, "FAILED", timeout=60)["state"] == "FAILED"
 
 
 # ------------------------------------------------------------------ dask-jobqueue
