@@ -6,7 +6,7 @@
     sacctmgr [-i] modify account|user|qos [where] Name=X [Account=A] set Key=Value ...
         (a user's AdminLevel: None, Operator or Administrator; only Administrators give one)
     sacctmgr [-i] delete account|user|qos [where] Name=X
-    sacctmgr show|list account|user|assoc|qos
+    sacctmgr show|list account|user|assoc|qos|cluster|tres
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from __future__ import annotations
 import sys
 
 ENTITIES = {"account": "account", "accounts": "account", "user": "user", "users": "user", "qos": "qos",
-            "assoc": "assoc", "association": "assoc", "associations": "assoc"}
+            "assoc": "assoc", "association": "assoc", "associations": "assoc",
+            "cluster": "cluster", "clusters": "cluster", "tres": "tres"}
 ACTIONS = {"add": "add", "create": "add", "modify": "modify", "update": "modify", "delete": "delete",
            "remove": "delete", "show": "show", "list": "show"}
 
@@ -269,6 +270,13 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f" {exc}", file=sys.stderr)
         return 1
+    if entity in ("cluster", "tres"):
+        if action != "show":  # plurm has the one cluster and a fixed TRES table
+            print(f" Unknown option: {' '.join(words[:2])}", file=sys.stderr)
+            return 1
+        from plurm.tools.sacctmgr_cluster import show_configured
+
+        return show_configured(entity, names, where, header, parsable)
     from plurm.wire.client import ClientError, request
 
     body = {"action": action, "entity": "account" if entity == "assoc" and action != "show" else entity,

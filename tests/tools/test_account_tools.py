@@ -148,3 +148,63 @@ def test_show_config_has_every_key_of_slurm_in_its_order(acct: Cluster) -> None:
                 "SlurmctldPort", "SlurmdPort", "ClusterName", "SlurmUser", "AccountingStorageType",
                 "PriorityType"):
         assert re.search(rf"^{key}\s+= \S", out, re.M), key
+
+
+# ------------------------------------------------------------------ show cluster, show tres
+def _cluster_text(c: Cluster, text: str) -> str:
+    """plurm's cluster name and port put where the real one's (`anchor`, 6817) stand, in their
+    right-aligned columns (10 and 12 wide by default) or between bars."""
+    from plurm.wire.client import read_settings
+
+    settings = read_settings(str(c.conf))
+    name, port = settings.cluster_name, str(settings.port)
+    text = text.replace(f"{name:>10} ", "    anchor ").replace(f"{name}|", "anchor|")
+    return text.replace(f"{port:>12} ", f"{'6817':>12} ").replace(f"|{port}|", "|6817|")
+
+
+@pytest.mark.parametrize("name, args", [
+    ("cluster", ["sacctmgr", "show", "cluster"]),
+    ("cluster_P", ["sacctmgr", "-P", "show", "cluster"]),
+])
+def test_show_cluster_as_slurm(acct: Cluster, name: str, args: list[str]) -> None:
+    assert _cluster_text(acct, acct.run(*args, check=True).stdout) == _ref(name)
+
+
+def test_show_cluster_by_name_and_format(acct: Cluster) -> None:
+    name = _cluster_name(acct)
+    out = acct.run("sacctmgr", "-n", "-P", "show", "cluster", name, check=True).stdout
+    assert _cluster_text(acct, out) == _ref("cluster_name")
+    assert acct.run("sacctmgr", "-n", "-P", "show", "cluster", "elsewhere", check=True).stdout == ""
+    out = acct.run("sacctmgr", "show", "cluster", "format=qos%-20,cluster%-12,controlport", check=True).stdout
+    from plurm.wire.client import read_settings
+
+    port = str(read_settings(str(acct.conf)).port)
+    assert out.replace(f"{name:<12} ", f"{'anchor':<12} ").replace(f"{port:>12} ", f"{'6817':>12} ") == \
+        _ref("cluster_format")
+
+
+def test_show_tres_as_slurm(acct: Cluster) -> None:
+    """The test cluster tracks no GRES (no AccountingStorageTRES): Slurm's table without the
+    anchor's gres/gpu row; with it, the table the anchor prints (the same writer, in-process)."""
+    from plurm.tools import sacctmgr
+    from plurm.tools.sacctmgr_cluster import TRES_COLUMNS, tres_rows
+
+    ref = _ref("tres").splitlines(keepends=True)
+    assert acct.run("sacctmgr", "show", "tres", check=True).stdout == "".join(ref[:-1])
+    assert acct.run("sacctmgr", "-n", "-P", "show", "tres", check=True).stdout == \
+        "".join(_ref("tres_P").splitlines(keepends=True)[:-1])
+    sacctmgr.COLUMNS.setdefault("tres", TRES_COLUMNS)
+    rows = tres_rows({"AccountingStorageTRES": "cpu,mem,gres/gpu"})
+    assert sacctmgr._table("tres", sacctmgr.parse_format("tres", "type,name%15,id"), rows, True, None) == \
+        _ref("tres")
+    gres = [r for r in rows if r["type"] == "gres"]
+    assert sacctmgr._table("tres", sacctmgr.parse_format("tres", "id,name,type"), gres, True, None) == \
+        _ref("tres_where")
+
+
+def test_show_tres_where_and_a_bad_condition(acct: Cluster) -> None:
+    out = acct.run("sacctmgr", "-n", "-P", "show", "tres", "where", "type=cpu,fs", check=True).stdout
+    assert out == "cpu||1\nfs|disk|6\n"
+    assert acct.run("sacctmgr", "-n", "-P", "show", "tres", "name=disk", check=True).stdout == "fs|disk|6\n"
+    proc = acct.run("sacctmgr", "show", "tres", "bogus=1")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (REF / "tres_bad.err").read_text())

@@ -56,3 +56,11 @@ run sshare_n sshare -n
 run sshare_o sshare -o Account,User,RawShares,NormShares
 run sshare_aP sshare -a -P -o account,user,rawshares
 run config scontrol show config
+run cluster sacctmgr show cluster
+run cluster_P sacctmgr -P show cluster
+run cluster_format sacctmgr show cluster format=qos%-20,cluster%-12,controlport
+run cluster_name sacctmgr -n -P show cluster anchor
+run tres sacctmgr show tres
+run tres_P sacctmgr -n -P show tres
+run tres_where sacctmgr show tres format=id,name,type where type=gres
+run tres_bad sacctmgr show tres bogus=1
