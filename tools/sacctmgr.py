@@ -170,6 +170,26 @@ def show(entity: str, reply: dict, header: bool, parsable: str | None, names: li
     return _table(entity, parse_format(entity, fmt), rows, header, parsable)
 
 
+def _show_configured(entity: str, names: list[str], where: dict[str, str], header: bool,
+                     parsable: str | None) -> int:
+    """show cluster|tres: from the controller's configuration (plurm has no slurmdbd)."""
+    from plurm.tools import sacctmgr_cluster as configured
+    from plurm.wire.client import ClientError
+
+    COLUMNS.setdefault("cluster", configured.CLUSTER_COLUMNS)
+    COLUMNS.setdefault("tres", configured.TRES_COLUMNS)
+    try:
+        fmt, rows = configured.configured_rows(entity, names, where)
+        sys.stdout.write(_table(entity, parse_format(entity, fmt), rows, header, parsable))
+    except (configured.UnknownCondition, FieldError) as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    except ClientError as exc:
+        print(f" {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def parse(words: list[str]) -> tuple[str, str, list[str], dict[str, str], dict[str, str]]:
     if len(words) < 2:
         raise ValueError("No command given" if not words else f"Unknown option: {words[0]}")
@@ -274,9 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         if action != "show":  # plurm has the one cluster and a fixed TRES table
             print(f" Unknown option: {' '.join(words[:2])}", file=sys.stderr)
             return 1
-        from plurm.tools.sacctmgr_cluster import show_configured
-
-        return show_configured(entity, names, where, header, parsable)
+        return _show_configured(entity, names, where, header, parsable)
     from plurm.wire.client import ClientError, request
 
     body = {"action": action, "entity": "account" if entity == "assoc" and action != "show" else entity,

@@ -5,7 +5,8 @@ Slurm keeps both in slurmdbd: the clusters that registered (with the address and
 slurmctld registered from, and the RPC version it speaks) and the TRES table (fixed ids 1-8,
 then 1001 on for each gres/license/bb entry of AccountingStorageTRES).  plurm's controller is
 its own accounting store and has one cluster, so both come from the controller's ``config``
-reply.  Rows are dicts for sacctmgr's table writer (tools/sacctmgr.py ``_table``).
+reply.  Rows are dicts for sacctmgr's table writer (tools/sacctmgr.py), which imports this
+module and gives it the columns below.
 """
 
 from __future__ import annotations
@@ -76,40 +77,26 @@ CONDITIONS = {"tres": frozenset({"name", "names", "type", "id", "ids"}),
               "cluster": frozenset({"name", "names", "cluster", "clusters"})}
 
 
-def show_configured(entity: str, names: list[str], where: dict[str, str], header: bool,
-                    parsable: str | None) -> int:
-    """sacctmgr show cluster|tres: prints the table (or sacctmgr's error) and returns the exit code."""
-    import sys
+class UnknownCondition(ValueError):
+    """A where key the entity does not have: sacctmgr's two-line refusal."""
 
-    from plurm.tools import sacctmgr
-    from plurm.wire.client import ClientError, read_settings, request
+
+def configured_rows(entity: str, names: list[str], where: dict[str, str]) -> tuple[str, list[dict]]:
+    """(format, rows) of ``sacctmgr show cluster|tres``; the table is sacctmgr's to write.
+    Raises UnknownCondition, and ClientError when the controller does not answer."""
+    from plurm.wire.client import read_settings, request
 
     where = dict(where)
     fmt = where.pop("format", None) or DEFAULT_FORMATS[entity]
-    for key in where:
+    for key, value in where.items():
         if key not in CONDITIONS[entity]:
-            print(f" Unknown condition: {key}={where[key]}\n Use keyword 'set' to modify value", file=sys.stderr)
-            return 1
-    sacctmgr.COLUMNS.setdefault("cluster", CLUSTER_COLUMNS)
-    sacctmgr.COLUMNS.setdefault("tres", TRES_COLUMNS)
-    try:
-        reply = request("config", {})
-        host = read_settings().host
-    except ClientError as exc:
-        print(f" {exc}", file=sys.stderr)
-        return 1
+            raise UnknownCondition(f" Unknown condition: {key}={value}\n Use keyword 'set' to modify value")
+    reply = request("config", {})
     if entity == "tres":
         rows, key = tres_rows(reply.get("options", {})), "name"
     else:
-        rows, key = cluster_rows(reply, host), "cluster"
-    rows = [r for r in rows if matches(r, names, where, key)]
-    try:
-        columns = sacctmgr.parse_format(entity, fmt)
-    except sacctmgr.FieldError as exc:
-        print(f"{exc}", file=sys.stderr)
-        return 1
-    sys.stdout.write(sacctmgr._table(entity, columns, rows, header, parsable))
-    return 0
+        rows, key = cluster_rows(reply, read_settings().host), "cluster"
+    return fmt, [r for r in rows if matches(r, names, where, key)]
 
 
 def _option(options: dict[str, str], key: str) -> str | None:

@@ -193,7 +193,7 @@ def test_show_tres_as_slurm(acct: Cluster) -> None:
     assert acct.run("sacctmgr", "show", "tres", check=True).stdout == "".join(ref[:-1])
     assert acct.run("sacctmgr", "-n", "-P", "show", "tres", check=True).stdout == \
         "".join(_ref("tres_P").splitlines(keepends=True)[:-1])
-    sacctmgr.COLUMNS.setdefault("tres", TRES_COLUMNS)
+    sacctmgr.COLUMNS.setdefault("tres", TRES_COLUMNS)  # as sacctmgr's show does
     rows = tres_rows({"AccountingStorageTRES": "cpu,mem,gres/gpu"})
     assert sacctmgr._table("tres", sacctmgr.parse_format("tres", "type,name%15,id"), rows, True, None) == \
         _ref("tres")
