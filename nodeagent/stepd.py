@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from plurm.wire import envelope
 from plurm.wire.auth import KeyAuth
 from plurm.common import environment
 from plurm.nodeagent import launch
+from plurm.nodeagent.stepd_io import Stdin, TaskIo, start_task
 
 
 # The signals a step may be sent that would end or stop this process by default (SIGKILL and
@@ -31,8 +31,18 @@ FORWARDED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGUSR1, signa
              signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)
 
 
+# A task on a pseudo-terminal is in a session of its own (the terminal's): the signals plurmd
+# sends this process group are passed on to it.
+_PTY_GROUPS: list[int] = []
+
+
 def _ignored(signum: int, frame: object) -> None:
-    """Nothing (see main)."""
+    """Nothing but passing the signal to a --pty task (see main)."""
+    for pgid in _PTY_GROUPS:
+        try:
+            os.killpg(pgid, signum)
+        except OSError:
+            pass
 
 
 def main() -> int:
@@ -47,53 +57,130 @@ def main() -> int:
     # tasks get each one with its default action.
     for signum in FORWARDED:
         signal.signal(signum, _ignored)
+    io = msg.get("io") or {}
     ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 5000)
+    # srun's ROUTER sends this node's stdin to this identity once it has said hello.
+    sock.setsockopt(zmq.IDENTITY, f"n{msg['node_id']}".encode())
     sock.connect(f"tcp://{msg['io_host']}:{msg['io_port']}")
 
     def send(kind: str, body: dict) -> None:
         sock.send_multipart([b""] + envelope.seal(key, kind, body))
 
-    selector = selectors.DefaultSelector()
+    send("stepd_hello", {"node_id": msg["node_id"]})
+    poller = zmq.Poller()
+    poller.register(sock, zmq.POLLIN)
+    readers: dict[int, tuple[int, int]] = {}  # fd -> (rank, stream)
+    stdins: dict[int, Stdin] = {}  # rank -> its stdin pipe
     procs: dict[int, subprocess.Popen] = {}
+    pty_master: dict[int, int] = {}  # rank -> master fd
     task_ids = msg["task_ids"]
+    shared: set[str] = set()  # node-side files already opened (later tasks append)
     for local_id, rank in enumerate(task_ids):
         env = environment.task_environment(
             msg["environment"], job_id=msg["job_id"], step_id=msg["step_id"], rank=rank, local_id=local_id,
             node_id=msg["node_id"], ntasks=msg["ntasks"], nodelist=msg["nodelist"],
             tasks_per_node=msg["tasks_per_node"], node_task_ids=task_ids, node_name=node_name)
+        task_io = TaskIo.of(io, rank=rank, node_id=msg["node_id"], job_id=msg["job_id"], work_dir=msg["work_dir"],
+                            shared=shared)
         try:
-            # As the job's owner: the directory, TaskProlog and exec happen after the switch.
-            proc = launch.start_task(msg["argv"], env, msg["work_dir"], launch.Owner.from_payload(payload["owner"]),
-                                     payload.get("task_prolog"))
+            # As the job's owner: the directory, files, TaskProlog and exec happen after the switch.
+            started = start_task(msg["argv"], env, msg["work_dir"], launch.Owner.from_payload(payload["owner"]),
+                                 payload.get("task_prolog"), task_io)
         except OSError as exc:
             text = f"slurmstepd: error: execve(): {msg['argv'][0]}: {exc.strerror}\n"
             send("task_output", {"task": rank, "stream": 2, "data": text})
             send("task_exit", {"task": rank, "exit_code": 2, "signal": 0})
             continue
+        proc = started.proc
         procs[rank] = proc
-        selector.register(proc.stdout, selectors.EVENT_READ, (rank, 1))
-        selector.register(proc.stderr, selectors.EVENT_READ, (rank, 2))
-    open_streams = 2 * len(procs)
-    while open_streams:
-        for key_obj, _ in selector.select():
-            rank, stream = key_obj.data
-            data = os.read(key_obj.fd, 65536)
-            if not data:
-                selector.unregister(key_obj.fileobj)
-                open_streams -= 1
+        if started.master is not None:
+            pty_master[rank] = started.master
+            readers[started.master] = (rank, 1)
+            stdins[rank] = Stdin(started.master, close_on_eof=False)
+            _PTY_GROUPS.append(proc.pid)
+        for stream, pipe in ((1, proc.stdout), (2, proc.stderr)):
+            if pipe is not None:
+                readers[pipe.fileno()] = (rank, stream)
+        if started.stdin_fd is not None:
+            stdins[rank] = Stdin(started.stdin_fd)
+    for fd in readers:
+        poller.register(fd, zmq.POLLIN)
+    writing: set[int] = set()  # stdin pipes (not also read) registered for room to write
+    while readers:
+        for pipe in stdins.values():  # input waiting for a task that has not taken it: watch for room
+            if pipe.fd >= 0 and pipe.buffer:
+                if pipe.fd in readers:  # a pty master: read and written
+                    poller.register(pipe.fd, zmq.POLLIN | zmq.POLLOUT)
+                elif pipe.fd not in writing:
+                    poller.register(pipe.fd, zmq.POLLOUT)
+                    writing.add(pipe.fd)
+        events = dict(poller.poll(1000))
+        if events.get(sock):
+            _from_srun(sock, key, stdins, pty_master)
+        for fd, event in events.items():
+            if fd is sock or fd not in readers or not event & (zmq.POLLIN | zmq.POLLERR):
                 continue
-            send("task_output", {"task": rank, "stream": stream,
-                                 "data": data.decode("utf-8", "surrogateescape")})
+            rank, stream = readers[fd]
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            except OSError:  # a pseudo-terminal whose task side has closed: EIO
+                data = b""
+            if not data:
+                poller.unregister(fd)
+                del readers[fd]
+                continue
+            send("task_output", {"task": rank, "stream": stream, "data": data.decode("utf-8", "surrogateescape")})
+        for pipe in stdins.values():
+            before = pipe.orig
+            pipe.flush()
+            if before in writing and (pipe.fd < 0 or not pipe.buffer):
+                poller.unregister(before)
+                writing.discard(before)
+            elif before in readers and not pipe.buffer:
+                poller.register(before, zmq.POLLIN)
     for rank, proc in procs.items():
         status = proc.wait()
         code, sig = (0, -status) if status < 0 else (status, 0)
         send("task_exit", {"task": rank, "exit_code": code, "signal": sig})
     send("node_done", {"node": node_name})
+    for pipe in stdins.values():
+        if pipe.fd >= 0 and pipe.fd not in pty_master.values():
+            os.close(pipe.fd)
+    for fd in pty_master.values():
+        os.close(fd)
     sock.close()
     ctx.term()
     return 0
+
+
+def _from_srun(sock: zmq.Socket, key: KeyAuth, stdins: dict[int, Stdin], pty_master: dict[int, int]) -> None:
+    """stdin data and window sizes from srun (signed with the step's key; anything else is dropped)."""
+    while True:
+        try:
+            frames = sock.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return
+        try:
+            header, raw, _sender = envelope.open_envelope(key, frames[1:] if frames and frames[0] == b"" else frames)
+            body = json.loads(raw)
+        except (envelope.WireError, ValueError):
+            continue
+        if not isinstance(body, dict):
+            continue
+        if header["type"] == "stdin" and isinstance(body.get("data"), str):
+            for rank in body.get("tasks") or []:
+                pipe = stdins.get(rank) if isinstance(rank, int) else None
+                if pipe is not None:
+                    pipe.write(body["data"].encode("utf-8", "surrogateescape"), bool(body.get("eof")))
+        elif header["type"] == "winsize":
+            from plurm.nodeagent.stepd_io import set_winsize
+
+            for fd in pty_master.values():
+                set_winsize(fd, body.get("size"))
 
 
 if __name__ == "__main__":

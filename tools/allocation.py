@@ -31,6 +31,19 @@ def allocate(conn: Connection, spec: dict[str, Any], prog: str, immediate: float
             print(f"{prog}: error: {exc.detail}", file=sys.stderr)
         raise AllocationError(f"{prog}: error: Unable to allocate resources: {exc}") from None
     job_id = reply["job_id"]
+    try:
+        return _wait_running(conn, job_id, prog, immediate, quiet)
+    except KeyboardInterrupt:
+        # Ctrl-C while pending: Slurm's srun and salloc cancel the request at the first one.
+        release(conn, job_id, cancel=True)
+        if prog == "salloc":
+            raise AllocationError(f"salloc: Job allocation {job_id} has been revoked.\n"
+                                  "salloc: Job aborted due to signal") from None
+        raise AllocationError(f"{prog}: Job allocation {job_id} has been revoked") from None
+
+
+def _wait_running(conn: Connection, job_id: int, prog: str, immediate: float | None,
+                  quiet: bool) -> dict[str, Any]:
     announced = False
     delay = 0.02
     started = time.monotonic()
@@ -46,6 +59,8 @@ def allocate(conn: Connection, spec: dict[str, Any], prog: str, immediate: float
         if state != "PENDING":
             raise AllocationError(f"{prog}: error: Job allocation {job_id} has been revoked.")
         if not announced and not quiet:
+            if prog == "salloc":  # (srun says only "queued and waiting")
+                print(f"salloc: Pending job allocation {job_id}", file=sys.stderr)
             print(f"{prog}: job {job_id} queued and waiting for resources", file=sys.stderr)
             announced = True
         if immediate is not None and time.monotonic() - started > immediate:

@@ -27,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
         spec = build_spec(options, default_name="interactive",  # 22.05: with a command too
                           environ=environ, batch=False, raw_options=req.raw_options)
         job = allocate(conn, spec, "salloc", quiet=bool(options.get("quiet")))
+    except KeyboardInterrupt:  # before the controller gave a job id: nothing to cancel
+        return 1
     except (ClientError, AllocationError) as exc:
         print(exc if isinstance(exc, AllocationError) else f"salloc: error: {exc}", file=sys.stderr)
         return 1
@@ -37,13 +39,27 @@ def main(argv: list[str] | None = None) -> int:
     settings = conn.settings
     env = salloc_environment(environ, job, cluster=settings.cluster_name, conf_path=settings.conf,
                              ctld_host=settings.host_names[0], ctld_port=settings.port)
+    import shutil
+    import signal
+
+    # The command gets the terminal's Ctrl-C; salloc stays to release the allocation (Slurm's
+    # salloc ignores SIGINT while its command runs).  A handler, not SIG_IGN: exec resets it.
+    previous = signal.signal(signal.SIGINT, lambda *_: None)
     try:
-        code = subprocess.call(command, env=env)
+        if shutil.which(command[0], path=env.get("PATH")) is None:
+            print(f'salloc: error: _fork_command: Unable to find command "{command[0]}"', file=sys.stderr)
+            code = 1
+        else:
+            status = subprocess.call(command, env=env)
+            # A command killed by a signal: 22.05's salloc exits 0 (it reports WEXITSTATUS).
+            code = max(status, 0)
     except OSError as exc:
-        print(f"salloc: error: {command[0]}: {exc.strerror}", file=sys.stderr)
-        code = 127
+        print(f'salloc: error: _fork_command: Unable to find command "{command[0]}"', file=sys.stderr)
+        code = 1
+    finally:
+        signal.signal(signal.SIGINT, previous)
     print(f"salloc: Relinquishing job allocation {job_id}", file=sys.stderr)
-    release(conn, job_id, max(code, 0))
+    release(conn, job_id, code)
     conn.close()
     return code
 

@@ -12,6 +12,57 @@ def _print_lines(lines: list[str]) -> None:
         print(line, file=sys.stderr)
 
 
+# States a job does not leave (but a requeue): sbatch --wait stops at them.
+_LIVE = ("PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING")
+
+
+def wait_exit_code(jobs: list[dict]) -> int:
+    """sbatch --wait's exit status for a job's final records (an array: every task's), as the
+    real 22.05 sbatch gives it: the job's exit code; 1 when a signal ended it, or when it timed
+    out or lost its node; 0 for a cancelled job (its ExitCode is 0:0 in Slurm); an array: the
+    highest over its tasks."""
+    worst = 0
+    for job in jobs:
+        state = job.get("state")
+        if state == "CANCELLED":
+            code = 0
+        elif state in ("COMPLETED", "FAILED"):
+            code = 1 if job.get("exit_signal") else int(job.get("exit_code") or 0)
+        else:  # TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, PREEMPTED, BOOT_FAIL, DEADLINE
+            code = 1
+        worst = max(worst, code)
+    return worst
+
+
+def wait_for_job(job_id: int) -> int:
+    """Poll the one job (and its array tasks) until every record is final.  One job_info for
+    one id per poll, and the interval grows to 2 s (Slurm's sbatch polls too, by the second):
+    a thousand waiting sbatch cost the controller ~500 small requests a second at most."""
+    from plurm.wire.client import ClientError, Connection
+
+    conn = Connection()
+    delay = 0.05
+    try:
+        while True:
+            try:
+                reply = conn.request("job_info", {"job_ids": [str(job_id)], "all_states": True})
+            except ClientError as exc:
+                if exc.code not in ("ConnectError", "Timeout"):
+                    print(f"sbatch: error: Error waiting for job {job_id}: {exc}", file=sys.stderr)
+                    return 1
+                reply = None  # the controller restarting: keep waiting, as Slurm's sbatch does
+            if reply is not None:
+                jobs = [j for j in reply["jobs"] if j.get("job_id") == job_id or j.get("array_job_id") == job_id]
+                if not jobs:  # purged already (MinJobAge): nothing left to say
+                    return 0
+                if all(j.get("state") not in _LIVE for j in jobs):
+                    return wait_exit_code(jobs)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+    finally:
+        conn.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     from plurm.grammar.options import OptionError
     from plurm.tools.sbatch_cli import parse_sbatch
@@ -68,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                       script_args=req.script_args, raw_options=req.raw_options)
     from plurm.tools.jobspec import not_acted_on
 
-    ignored = not_acted_on(spec)
+    ignored = [k for k in not_acted_on(spec) if k != "wait"]  # --wait: sbatch itself acts on it
     if ignored:
         print(f"sbatch: warning: plurm accepts but does not act on {', '.join('--' + k for k in ignored)} yet "
               "(kept with the job: scontrol show job)", file=sys.stderr)
@@ -96,9 +147,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{compress(reply['nodes'])} in partition {reply['partition']}", file=sys.stderr)
         return 0
     if options.get("parsable"):
-        print(reply["job_id"])
+        print(reply["job_id"], flush=True)
     else:
-        print(f"Submitted batch job {reply['job_id']}")
+        print(f"Submitted batch job {reply['job_id']}", flush=True)
+    if options.get("wait"):
+        return wait_for_job(int(reply["job_id"]))
     return 0
 
 

@@ -10,6 +10,7 @@ allocation srun first allocates one, and releases it at the end.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -17,13 +18,14 @@ import time
 from typing import Any
 
 from plurm.wire.client import ClientError, Connection
+from plurm.tools.srun_io import IoPlan, ranges
 
 
 class Step:
     """One running step: launch on every node, relay output, collect exits."""
 
     def __init__(self, conn: Connection, job: dict[str, Any], step: dict[str, Any], argv: list[str],
-                 environ: dict[str, str], label: bool) -> None:
+                 environ: dict[str, str], label: bool, io: IoPlan | None = None) -> None:
         import zmq
 
         from plurm.wire import envelope
@@ -53,6 +55,14 @@ class Step:
         self.nodes_done = 0
         self.partial: dict[tuple[int, int], bytes] = {}
         self.task_node: dict[int, str] = {}
+        self.io = io or IoPlan()
+        self.names: dict[str, Any] = {}  # for the node-side file patterns (LaunchTasks.io)
+        self.rank_node: dict[int, int] = {}  # rank -> node id
+        self.peers: dict[int, bytes] = {}  # node id -> its plurmstepd's identity, once it said hello
+        self.pending: dict[int, list[dict[str, Any]]] = {}  # stdin for a node not connected yet
+        self.interrupted_at: float | None = None  # the first Ctrl-C (a second within 1 s aborts)
+        self.aborted_at: float | None = None
+        self.winch = False
 
     def launch(self) -> None:
         from plurm.common.environment import step_environment
@@ -70,6 +80,7 @@ class Step:
             ranks += count
             for t in task_ids:
                 self.task_node[t] = addr["name"]
+                self.rank_node[t] = node_id
             env = step_environment(self.environ, self.job, addr["name"], srun_host=io_host, srun_port=self.port,
                                    **where)
             if self.cpus_per_task is not None:
@@ -82,6 +93,7 @@ class Step:
                 "job_gres": self._node_gres(addr["name"]),
                 "uid": os.getuid(), "gid": os.getgid(),
                 "credential": self.step.get("credential", {}), "io_key": self.io_key.decode(),
+                "io": self.io.node_io(self.names),
             }
             node_conn = Connection(settings, host=addr["addr"], port=addr["port"], timeout=10.0)
             try:
@@ -98,7 +110,10 @@ class Step:
         return dict(alloc[nodes.index(node)]) if node in nodes and nodes.index(node) < len(alloc) else {}
 
     def _emit(self, task: int, stream: int, data: bytes, final: bool = False) -> None:
-        out = sys.stdout.buffer if stream == 1 else sys.stderr.buffer
+        plan = self.io.out if stream == 1 else self.io.err
+        if not plan.wants(task):
+            return
+        out = plan.handle or (sys.stdout.buffer if stream == 1 else sys.stderr.buffer)
         if not self.label:
             out.write(data)
             out.flush()
@@ -128,6 +143,49 @@ class Step:
             finally:
                 node_conn.close()
 
+    # ------------------------------------------------------------------ srun -> plurmstepd
+    def _to_node(self, node_id: int, kind: str, body: dict[str, Any]) -> None:
+        peer = self.peers.get(node_id)
+        if peer is None:  # not connected yet: a ROUTER would drop it
+            self.pending.setdefault(node_id, []).append({"kind": kind, "body": body})
+            return
+        self.sock.send_multipart([peer, b""] + self.envelope.seal(self.io_auth, kind, body))
+
+    def _stdin_nodes(self) -> dict[int, list[int]]:
+        nodes: dict[int, list[int]] = {}
+        for rank in self.io.stdin_tasks or []:
+            if rank in self.rank_node:
+                nodes.setdefault(self.rank_node[rank], []).append(rank)
+        return nodes
+
+    def _forward_stdin(self, data: bytes) -> None:
+        text = data.decode("utf-8", "surrogateescape")
+        for node_id, tasks in self._stdin_nodes().items():
+            self._to_node(node_id, "stdin", {"tasks": tasks, "data": text, "eof": not data})
+
+    def on_interrupt(self) -> None:
+        """Ctrl-C on a running step, as Slurm's srun: the first reports the tasks, a second
+        within a second sends SIGINT to them and ends the step."""
+        now = time.monotonic()
+        step_name = f"StepId={self.job['job_id']}.{self.step['step_id']}"
+        if self.aborted_at is not None:
+            return
+        if self.interrupted_at is None or now - self.interrupted_at > 1.0:
+            self.interrupted_at = now
+            print("srun: interrupt (one more within 1 sec to abort)", file=sys.stderr)
+            running = [t for t in range(self.ntasks) if t not in self.exits]
+            done = [t for t in range(self.ntasks) if t in self.exits]
+            for tasks, what in ((running, "running"), (done, "exited")):
+                if tasks:
+                    word = "task" if len(tasks) == 1 else "tasks"
+                    print(f"srun: {step_name} {word} {ranges(tasks)}: {what}", file=sys.stderr)
+            return
+        self.aborted_at = now
+        print(f"srun: sending Ctrl-C to {step_name}", file=sys.stderr)
+        self.signal(signal.SIGINT)
+        print("srun: forcing job termination", file=sys.stderr)
+        print("srun: Job step aborted: Waiting up to 32 seconds for job step to finish.", file=sys.stderr)
+
     def relay(self) -> None:
         import json
 
@@ -135,11 +193,31 @@ class Step:
         key = self.io_auth
         poller = zmq.Poller()
         poller.register(self.sock, zmq.POLLIN)
+        source = self.io.stdin_source
+        stdin_fd = None
+        if source is not None and self.io.stdin_tasks:
+            try:
+                stdin_fd = source.fileno()
+                poller.register(stdin_fd, zmq.POLLIN)
+            except (OSError, ValueError):  # no stdin at all (closed): the tasks get EOF
+                stdin_fd = None
+                self._forward_stdin(b"")
         nodes = len(self.step["nodes"])
         last_check = time.monotonic()
         gone_since: float | None = None
+        termed = killed = False
         while self.nodes_done < nodes:
-            if dict(poller.poll(500)).get(self.sock):
+            ready = dict(poller.poll(500))
+            if stdin_fd is not None and ready.get(stdin_fd):
+                try:
+                    data = os.read(stdin_fd, 65536)
+                except OSError:
+                    data = b""
+                self._forward_stdin(data)
+                if not data:
+                    poller.unregister(stdin_fd)
+                    stdin_fd = None
+            if ready.get(self.sock):
                 while True:
                     try:
                         frames = self.sock.recv_multipart(zmq.NOBLOCK)
@@ -160,7 +238,24 @@ class Step:
                         self.exits[body["task"]] = (body["exit_code"], body["signal"])
                     elif kind == "node_done":
                         self.nodes_done += 1
+                    elif kind == "stepd_hello" and isinstance(body.get("node_id"), int):
+                        self.peers[body["node_id"]] = frames[0]
+                        for item in self.pending.pop(body["node_id"], []):
+                            self._to_node(body["node_id"], item["kind"], item["body"])
+            if self.winch:
+                self.winch = False
+                from plurm.tools.srun_io import terminal_size
+
+                self._to_node(self.rank_node.get(0, 0), "winsize", {"size": terminal_size()})
             now = time.monotonic()
+            if self.aborted_at is not None:
+                # After the Ctrl-C pair: the step is ended (SIGTERM, then SIGKILL), as a cancel would.
+                if not termed and now - self.aborted_at > 0.5:
+                    termed = True
+                    self.signal(signal.SIGTERM)
+                elif not killed and now - self.aborted_at > 5.0:
+                    killed = True
+                    self.signal(signal.SIGKILL)
             if now - last_check > 2.0:
                 # A cancelled or timed-out job: its stepds are killed; don't wait forever.
                 last_check = now
@@ -236,7 +331,11 @@ def main(argv: list[str] | None = None) -> int:
             if job is None or job.get("state") != "RUNNING":
                 print(f"srun: error: Unable to confirm allocation for job {job_id_text}: Invalid job id specified",
                       file=sys.stderr)
+                print(f"srun: Check SLURM_JOB_ID environment variable. Expired or invalid job {job_id_text}",
+                      file=sys.stderr)
                 return 1
+    except KeyboardInterrupt:  # before the controller gave a job id: nothing to cancel
+        return 1
     except AllocationError as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -262,20 +361,43 @@ def main(argv: list[str] | None = None) -> int:
         if own_allocation:
             release(conn, job_id, 1)
         return 1
-    step = Step(conn, job, step_info, req.command, environ, bool(options.get("label")))
+    from plurm.tools.srun_io import IoError, RawTerminal, plan
+
+    spec_of = job.get("spec") or {}
+    names = {"job_id": job_id, "job_name": spec_of.get("name", ""), "user": spec_of.get("user", ""),
+             "array_job_id": job.get("array_job_id"), "array_task_id": job.get("array_task_id"),
+             "step": str(step_info["step_id"])}
+    try:
+        io = plan(options, sum(step_info["tasks"]), names, os.getcwd())
+    except IoError as exc:
+        print(exc, file=sys.stderr)
+        try:
+            conn.request("step_complete", {"job_id": job_id, "step_id": step_info["step_id"], "exit_code": 1,
+                                           "exit_signal": 0})
+        except ClientError:
+            pass
+        if own_allocation:
+            release(conn, job_id, 1)
+        return 1
+    step = Step(conn, job, step_info, req.command, environ, bool(options.get("label")), io)
+    step.names = names
     step.cpus_per_task = options.get("cpus-per-task")
-    previous = signal.signal(signal.SIGINT, lambda *_: step.signal(signal.SIGINT))
+    previous = signal.signal(signal.SIGINT, lambda *_: step.on_interrupt())
     signal.signal(signal.SIGTERM, lambda *_: step.signal(signal.SIGTERM))
+    if io.pty:
+        signal.signal(signal.SIGWINCH, lambda *_: setattr(step, "winch", True))
     code, sig = 1, 0
     try:
-        step.launch()
-        step.relay()
+        with RawTerminal() if io.pty else contextlib.nullcontext():
+            step.launch()
+            step.relay()
         code, sig = step.result()
     except ClientError as exc:
         print(f"srun: error: {exc}", file=sys.stderr)
     finally:
         signal.signal(signal.SIGINT, previous)
         step.close()
+        io.close()
         try:
             conn.request("step_complete", {"job_id": job_id, "step_id": step_info["step_id"], "exit_code": code,
                                            "exit_signal": sig})

@@ -307,6 +307,9 @@ class LaunchTasks(Msg):
     gid: int = 0
     credential: dict[str, str] = {}  # the controller's step credential (wire/stepcred.py)
     io_key: str = ""  # srun's key for this step's output and exit messages (plurmstepd signs with it)
+    # srun's I/O plan (tools/srun_io.py IoPlan.node_io): stdin/stdout/stderr as ("pipe"|"null"|"file"|
+    # "same", detail), "pty", "winsize", "names" for the file patterns; {}: pipes for all, as before.
+    io: dict[str, Any] = {}
 
 
 class StepStat(Msg):

@@ -204,3 +204,39 @@ def test_srun_jobid_of_a_job_that_does_not_run(cluster: Cluster, workdir: Path) 
     assert proc.stderr.splitlines() == [
         "srun: error: Unable to confirm allocation for job 99999: Invalid job id specified",
         "srun: Check SLURM_JOB_ID environment variable. Expired or invalid job 99999"]
+
+
+def test_salloc_without_a_command_runs_the_users_shell(cluster: Cluster, workdir: Path) -> None:
+    # 22.05 has no SallocDefaultCommand: $SHELL runs in the allocation, and salloc exits with its code.
+    proc = cluster.run("salloc", "-N1", input="echo in-shell $SLURM_JOB_ID; exit 4\n", cwd=workdir,
+                       env={"SHELL": "/bin/sh"})
+    assert proc.returncode == 4, proc.stderr
+    job_id = int(proc.stderr.split("salloc: Granted job allocation ", 1)[1].split()[0])
+    assert proc.stdout == f"in-shell {job_id}\n"
+    assert proc.stderr.splitlines()[-1] == f"salloc: Relinquishing job allocation {job_id}"
+
+
+def test_salloc_command_and_srun_inside_exit_codes(cluster: Cluster, workdir: Path) -> None:
+    plain = cluster.run("salloc", "-N1", "hostname", cwd=workdir)
+    assert (plain.returncode, plain.stdout.strip() != "") == (0, True), plain.stderr
+    step = cluster.run("salloc", "-N1", "srun", "sh", "-c", "exit 7", cwd=workdir)
+    assert step.returncode == 7, step.stderr
+    assert "srun: error: " in step.stderr and ": task 0: Exited with exit code 7" in step.stderr
+
+
+def test_srun_jobid_runs_a_step_of_a_running_batch_job(cluster: Cluster, workdir: Path) -> None:
+    # As on the real 22.05 (reference/interactive/INDEX.md): the batch step does not hold the job's
+    # CPUs against a step, so srun --jobid into a job that uses them all runs at once, with or
+    # without --overlap, and its steps are numbered 0, 1, ... as steps of that job.
+    job_id = cluster.sbatch("-N1", "--exclusive", "-o", "/dev/null", "--wrap", "sleep 300", cwd=workdir)
+    try:
+        cluster.wait_state(job_id, "RUNNING")
+        first = cluster.run("srun", f"--jobid={job_id}", "sh", "-c", "echo $SLURM_JOB_ID.$SLURM_STEP_ID",
+                            cwd=workdir, timeout=60)
+        assert (first.returncode, first.stdout) == (0, f"{job_id}.0\n"), first.stderr
+        second = cluster.run("srun", f"--jobid={job_id}", "--overlap", "sh", "-c", "echo $SLURM_JOB_ID.$SLURM_STEP_ID",
+                             cwd=workdir, timeout=60)
+        assert (second.returncode, second.stdout) == (0, f"{job_id}.1\n"), second.stderr
+        assert cluster.job(job_id)["state"] == "RUNNING"  # the steps leave the job running
+    finally:
+        cluster.run("scancel", str(job_id))
