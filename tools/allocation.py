@@ -39,7 +39,8 @@ def allocate(conn: Connection, spec: dict[str, Any], prog: str, immediate: float
         if prog == "salloc":
             raise AllocationError(f"salloc: Job allocation {job_id} has been revoked.\n"
                                   "salloc: Job aborted due to signal") from None
-        raise AllocationError(f"{prog}: Job allocation {job_id} has been revoked") from None
+        raise AllocationError(f"{prog}: Job allocation {job_id} has been revoked\n"
+                              f"{prog}: Force Terminated JobId={job_id}") from None
 
 
 def _wait_running(conn: Connection, job_id: int, prog: str, immediate: float | None,

@@ -62,6 +62,7 @@ class Step:
         self.pending: dict[int, list[dict[str, Any]]] = {}  # stdin for a node not connected yet
         self.interrupted_at: float | None = None  # the first Ctrl-C (a second within 1 s aborts)
         self.aborted_at: float | None = None
+        self.aborted_clock = ""  # the wall-clock time of the abort, for the cancel line
         self.winch = False
 
     def launch(self) -> None:
@@ -181,6 +182,7 @@ class Step:
                     print(f"srun: {step_name} {word} {ranges(tasks)}: {what}", file=sys.stderr)
             return
         self.aborted_at = now
+        self.aborted_clock = time.strftime("%Y-%m-%dT%H:%M:%S")
         print(f"srun: sending Ctrl-C to {step_name}", file=sys.stderr)
         self.signal(signal.SIGINT)
         print("srun: forcing job termination", file=sys.stderr)
@@ -270,9 +272,17 @@ class Step:
     def result(self) -> tuple[int, int]:
         """(exit code, signal) of the step: the worst task's, as srun reports it."""
         worst_code, worst_sig = 0, 0
+        if self.aborted_at is not None:
+            # A step aborted by the Ctrl-C pair: 22.05 shows its slurmstepd's cancel line (our
+            # plurmstepd has no line of its own for it, so srun writes it for the first node).
+            node = self.task_node.get(0, "?")
+            print(f"slurmstepd-{node}: error: *** STEP {self.job['job_id']}.{self.step['step_id']} ON {node} "
+                  f"CANCELLED AT {self.aborted_clock} ***", file=sys.stderr)
         for task in range(self.ntasks):
             code, sig = self.exits.get(task, (0, signal.SIGKILL))
-            if sig:
+            if self.aborted_at is not None:  # 22.05 reports no task of an aborted step
+                worst_sig = worst_sig or sig
+            elif sig:
                 print(f"srun: error: {self.task_node.get(task, '?')}: task {task}: "
                       f"{'Killed' if sig == signal.SIGKILL else signal.Signals(sig).name}", file=sys.stderr)
                 worst_sig = worst_sig or sig

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import signal
 from pathlib import Path
@@ -156,7 +157,8 @@ def test_ctrl_c_on_a_pending_srun_revokes_it(cluster: Cluster, workdir: Path) ->
     job_id = int(text.split("srun: job ", 1)[1].split()[0])
     term.send(b"\x03")
     assert term.wait() == 1
-    assert f"srun: Job allocation {job_id} has been revoked" in term.output.decode()
+    assert f"srun: Job allocation {job_id} has been revoked\r\nsrun: Force Terminated JobId={job_id}\r\n" \
+        in term.output.decode()
     assert "Traceback" not in term.output.decode()
     assert cluster.wait_state(job_id, "CANCELLED")["state"] == "CANCELLED"
 
@@ -182,9 +184,12 @@ def test_ctrl_c_twice_on_a_running_srun_aborts_the_step(cluster: Cluster, workdi
     term.send(b"\x03")  # at once: well within the second
     assert term.wait() == 128 + signal.SIGINT
     text = term.output.decode()
+    assert "task 0" not in text and "task 1" not in text, text  # 22.05: no per-task lines after the abort
     assert "srun: sending Ctrl-C to StepId=" in text
     assert "srun: forcing job termination\r\nsrun: Job step aborted: Waiting up to 32 seconds for job step to " \
            "finish." in text
+    assert re.search(r"slurmstepd-n\d: error: \*\*\* STEP \d+\.0 ON n\d CANCELLED AT \d{4}-\d\d-\d\dT[\d:]{8} \*\*\*",
+                     text), text
 
 
 # ------------------------------------------------------------------ salloc
