@@ -49,11 +49,24 @@ class OptionError(Exception):
 class Usage(Exception):
     """Print ``text`` to ``stream`` and exit with ``code`` (help, usage, version, errors)."""
 
-    def __init__(self, text: str, code: int, stream: str = "stdout") -> None:
+    def __init__(self, text: str, code: int, stream: str = "stdout", usage: str = "") -> None:
         super().__init__(text)
         self.text = text
         self.code = code
         self.stream = stream
+        # a usage text for stdout after an error on stderr: squeue and sprio print their
+        # "Unrecognized option" line on stderr and the usage on stdout
+        self.usage = usage
+
+    def write(self) -> int:
+        """Print the texts where they belong; the exit code."""
+        import sys
+
+        (sys.stdout if self.stream == "stdout" else sys.stderr).write(self.text)
+        if self.usage:
+            sys.stderr.flush()
+            sys.stdout.write(self.usage)
+        return self.code
 
 
 def try_help(prog: str) -> str:

@@ -122,9 +122,31 @@ def format_timestamp(t: float | None, environ: dict | None = None) -> str:
         return "Unknown"
     env = os.environ if environ is None else environ
     fmt = env.get("SLURM_TIME_FORMAT")
-    if not fmt or fmt == "standard" or fmt == "relative":
+    if fmt == "relative":
+        return _relative_time(t)
+    if not fmt or fmt == "standard":
         fmt = "%Y-%m-%dT%H:%M:%S"
     return time.strftime(fmt, time.localtime(t))
+
+
+def _relative_time(t: float) -> str:
+    """SLURM_TIME_FORMAT=relative, as 22.05 prints it (checked on the real commands): today
+    ``14:37:08``; the day before or after ``Ystday 12:37`` / ``Tomorr 12:37``; within a week
+    ``Sat 12:37``; this year ``22 Dec 12:37``; otherwise ``6 Jan 2028``."""
+    when, today = time.localtime(t), time.localtime()
+    days = (time.mktime((when.tm_year, when.tm_mon, when.tm_mday, 12, 0, 0, 0, 0, -1)) -
+            time.mktime((today.tm_year, today.tm_mon, today.tm_mday, 12, 0, 0, 0, 0, -1))) // 86400
+    hm = time.strftime("%H:%M", when)
+    if days == 0:
+        return time.strftime("%H:%M:%S", when)
+    if days in (-1, 1):
+        return ("Ystday " if days < 0 else "Tomorr ") + hm
+    if -7 < days < 7:
+        return time.strftime("%a ", when) + hm
+    day_month = f"{when.tm_mday} {time.strftime('%b', when)}"
+    if when.tm_year == today.tm_year:
+        return f"{day_month} {hm}"
+    return f"{day_month} {when.tm_year}"
 
 
 def ctime_line(now: float) -> str:

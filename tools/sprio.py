@@ -154,10 +154,22 @@ def parse_args(argv: list[str], environ: dict | None = None) -> Options:
     if operands and o.job_flag and o.jobs is None:
         o.jobs = _job_ids(operands.pop(0))  # "-j 12,13": the list follows as an operand
     if operands:
-        raise Usage(_error(f"Unrecognized option: {operands[0]}") + USAGE_TEXT, 1, "stderr")
+        raise Usage(_error(f"Unrecognized option: {operands[0]}"), 1, "stderr", USAGE_TEXT)
     if o.job_flag and o.jobs is None:
         o.jobs = []
     return o
+
+
+def _check_users(users: list[str]) -> None:
+    """Slurm's sprio names a user it cannot resolve on stderr (then a blank line) and goes
+    on: the queue it prints simply holds no job of theirs."""
+    import pwd
+
+    for user in users:
+        try:
+            pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
+        except KeyError:
+            sys.stderr.write(_error(f"Invalid user: {user}") + "\n")
 
 
 def default_format(opts: Options, weights: dict[str, int], tres_weights: str = "") -> str:
@@ -283,10 +295,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         opts = parse_args(argv)
     except Usage as exc:
-        (sys.stdout if exc.stream == "stdout" else sys.stderr).write(exc.text)
-        return exc.code
+        return exc.write()
     from plurm.wire.client import ClientError, request
 
+    _check_users(opts.users)
     body = {"job_ids": opts.jobs or [], "users": opts.users}
     try:
         reply = request("priority_factors", body)

@@ -96,25 +96,29 @@ Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
 
 SHORT_OPTS = "A:ahi:j::lL:n:M:O:o:p:Pq:R:rs::S:t:u:U:vVw:"
 LONG_OPTS = {
-    "accounts": ("A", 1), "account": ("A", 1), "all": ("a", 0), "array": ("r", 0),
+    # only the names Slurm's table has: --account, --partition, --step are prefixes of
+    # these (glibc names the full option in its errors, and lists it once when ambiguous)
+    "accounts": ("A", 1), "all": ("a", 0), "array": ("r", 0),
     "array-unique": ("array-unique", 0), "Format": ("O", 1), "format": ("o", 1),
     "federation": ("federation", 0), "help": ("help", 0), "hide": ("hide", 0),
     "iterate": ("i", 1), "jobs": ("j", 2), "job": ("j", 2), "json": ("json", 2),
     "local": ("local", 0), "long": ("l", 0), "licenses": ("L", 1), "cluster": ("M", 1),
     "clusters": ("M", 1), "me": ("me", 0), "name": ("n", 1), "noconvert": ("noconvert", 0),
     "node": ("w", 1), "nodes": ("w", 1), "nodelist": ("w", 1), "noheader": ("h", 0),
-    "partitions": ("p", 1), "partition": ("p", 1), "priority": ("P", 0), "qos": ("q", 1),
+    "partitions": ("p", 1), "priority": ("P", 0), "qos": ("q", 1),
     "reservation": ("R", 1), "sib": ("sibling", 0), "sibling": ("sibling", 0), "sort": ("S", 1),
-    "start": ("start", 0), "steps": ("s", 2), "step": ("s", 2), "states": ("t", 1),
+    "start": ("start", 0), "steps": ("s", 2), "states": ("t", 1),
     "usage": ("usage", 0), "user": ("u", 1), "users": ("u", 1), "verbose": ("v", 0),
     "version": ("V", 0), "yaml": ("yaml", 2),
 }
 
-# Job states squeue -t accepts beyond the model's (long name -> itself).
+# The job states squeue's error lists, in Slurm 22.05's order: the base states, then the
+# flag states (this is the list squeue prints; -t accepts the model's names and codes)
 _ALL_STATE_NAMES = (
     "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
     "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "COMPLETING", "CONFIGURING", "RESIZING",
-    "REVOKED", "SPECIAL_EXIT",
+    "RESV_DEL_HOLD", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "REVOKED", "SIGNALING",
+    "SPECIAL_EXIT", "STAGE_OUT", "STOPPED",
 )
 _JOB_ID_RE = lazy(r"[0-9]+(_([0-9]+|\[[0-9,\-%]+\]))?(\.[A-Za-z0-9_+]+)?\Z")
 
@@ -135,7 +139,7 @@ def parse_states(value: str) -> tuple[list[str] | None, bool]:
         elif upper in JOB_STATE_CODES:
             out.append(upper)
         else:
-            valid = ",".join(s.lower() for s in _ALL_STATE_NAMES)
+            valid = ",".join(_ALL_STATE_NAMES)
             raise Usage(error_text(f"Invalid job state specified: {item}") +
                         error_text(f"Valid job states include: {valid}\n"), 1, "stderr")
     return out, False
@@ -244,7 +248,7 @@ def parse_args(argv: list[str], environ: dict | None = None) -> Options:
         elif o.steps is not None and not o.steps:
             o.steps = _split(operands.pop(0))
         if operands:
-            raise Usage(error_text(f"Unrecognized option: {operands[0]}") + USAGE_TEXT, 1, "stderr")
+            raise Usage(error_text(f"Unrecognized option: {operands[0]}"), 1, "stderr", USAGE_TEXT)
     for job in o.jobs:
         if not _JOB_ID_RE.match(job):
             raise Usage(error_text(f"Invalid job id: {job}"), 1, "stderr")
@@ -383,8 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         if opts.sort:
             sort_jobs([], opts.sort, 0.0)  # validate -S before asking the controller
     except Usage as exc:
-        (sys.stdout if exc.stream == "stdout" else sys.stderr).write(exc.text)
-        return exc.code
+        return exc.write()
     if opts.steps is not None:
         from plurm.tools.squeuesteps import run_steps
 

@@ -297,8 +297,21 @@ FIELDS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "Z": ("WORK_DIR", ("workdir",), lambda j, c: (str(_spec(j).get("work_dir", "/")), True)),
 }
 _LONG_NAMES = {name: letter for letter, (_, names, _) in FIELDS.items() for name in names}
-_LONG_NAMES.update({"cluster": "cluster", "stdout": "stdout", "stderr": "stderr", "stdin": "stdin"})
+_LONG_NAMES.update({"cluster": "cluster", "stdout": "stdout", "stderr": "stderr", "stdin": "stdin",
+                    "eligibletime": "eligibletime"})
+
+
+def _eligible_time(job: dict, ctx: Context) -> tuple[str, bool]:
+    """When the job became (or, with a future --begin, will become) eligible: as
+    scontrol's EligibleTime= (tools/showfmt.py)."""
+    begin = _spec(job).get("begin_time")
+    if job_state(job) == "PENDING" and begin is not None and begin > ctx.now:
+        return _time(begin, ctx)
+    return _time(job.get("eligible_time"), ctx)
+
+
 _EXTRA_LONG = {
+    "eligibletime": ("ELIGIBLE_TIME", _eligible_time),
     "cluster": ("CLUSTER", lambda j, c: (c.cluster, True)),
     "stdout": ("STDOUT", lambda j, c: (_null(_spec(j).get("stdout")), True)),
     "stderr": ("STDERR", lambda j, c: (_null(_spec(j).get("stderr")), True)),

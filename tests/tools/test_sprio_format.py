@@ -169,7 +169,9 @@ def test_job_list_arguments() -> None:
     with pytest.raises(Usage) as exc:
         sprio.parse_args(["-l", "extra"], environ={})
     assert exc.value.code == 1
-    assert exc.value.text.startswith("sprio: error: Unrecognized option: extra\nUsage: sprio [-j jid[s]]")
+    # the error on stderr, the usage on stdout (as Slurm's sprio)
+    assert exc.value.text == "sprio: error: Unrecognized option: extra\n"
+    assert exc.value.usage.startswith("Usage: sprio [-j jid[s]]")
 
 
 @pytest.mark.parametrize("argv, code, stream, start", [
