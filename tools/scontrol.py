@@ -18,11 +18,14 @@ import sys
 import time
 
 from plurm.common.cli import OptionError, Table, iter_getopt, try_help
+from plurm.grammar.lazyre import lazy
 from plurm.tools import scontrol_jobctl
 
 PROG = "scontrol"
 
 # How Slurm's parser names the entities of "show"; unique prefixes are accepted.
+# what `show job` takes for a job id (Slurm's scontrol refuses anything else itself)
+_JOB_ID_WORD = lazy(r"[0-9]+(_([0-9]+|\[[0-9,\-%]+\]))?(\.[A-Za-z0-9_+]+)?\Z")
 _ENTITIES = ("aliases", "assoc_mgr", "bbstat", "burstbuffer", "config", "daemons", "dwstat", "federation",
              "frontend", "hostlist", "hostlistsorted", "hostnames", "job", "jobs", "licenses", "node", "nodes",
              "partition", "partitions", "reservation", "reservations", "slurmd", "step", "steps", "topology")
@@ -155,6 +158,9 @@ class Scontrol:
     def cmd_ping(self, args: list[str]) -> None:
         from plurm.tools import scontrol_ctld
 
+        if args:  # Slurm's words, without its prefix, even with -Q
+            self.error("too many arguments for keyword:ping")
+            return
         scontrol_ctld.ping(self, args)
 
     def cmd_takeover(self, args: list[str]) -> None:
@@ -193,7 +199,7 @@ class Scontrol:
             matches = [e for e in _ENTITIES if e.startswith(word)]
             entity = matches[0] if matches and len({m.rstrip("s") for m in matches}) == 1 else None
         if entity is None:
-            self.error(f"scontrol: error: invalid entity: {args[0]} for keyword:show")
+            self.error(f"invalid entity:{args[0]} for keyword:show ")  # 22.05's words and space
             return
         rest = args[1:]
         if self.output is not None and entity not in ("job", "jobs", "node", "nodes", "partition", "partitions"):
@@ -248,6 +254,10 @@ class Scontrol:
         body: dict = {"all_states": True}
         if rest:
             body["job_ids"] = [rest[0]]
+        if rest and self.output is None and not _JOB_ID_WORD.match(rest[0]):
+            # not a job id at all: Slurm's scontrol refuses it before it asks
+            self.error("scontrol_print_job error: Invalid job id specified")
+            return
         try:
             reply = self.request("job_info", body)
         except ClientError as exc:
@@ -255,6 +265,9 @@ class Scontrol:
                 from plurm.tools.dataparser import show
 
                 sys.stdout.write(show.failed(self.output, self.argv, "jobs", str(exc), "slurm_load_jobs"))
+            if self.quiet and rest:
+                self.rc = 1  # -Q: no message, the exit status only
+                return
             self.error(f"slurm_load_jobs error: {exc}")
             return
         jobs = reply.get("jobs", [])
@@ -267,7 +280,9 @@ class Scontrol:
                                       self._def_mem_per_cpu(jobs)))
             return
         if not jobs:
-            if rest:
+            if rest and self.quiet:
+                self.rc = 1  # -Q: no message, the exit status only
+            elif rest:
                 self.error("slurm_load_jobs error: Invalid job id specified")
             else:
                 sys.stdout.write("No jobs in the system\n")
@@ -318,7 +333,8 @@ class Scontrol:
         if wanted:
             missing = [n for n in wanted if n not in nodes]
             if missing and not nodes:
-                self.error(f"Node {rest[0]} not found")
+                sys.stdout.write(f"Node {rest[0]} not found\n")  # on stdout, as Slurm's
+                self.rc = 1
                 return
             order = [nodes[n] for n in wanted if n in nodes]
         else:
@@ -354,7 +370,8 @@ class Scontrol:
         if rest:
             parts = [p for p in parts if p["name"] == rest[0]]
             if not parts:
-                self.error(f"Partition {rest[0]} not found")
+                sys.stdout.write(f"Partition {rest[0]} not found\n")  # on stdout, as Slurm's
+                self.rc = 1
                 return
         elif not self.all:
             parts = [p for p in parts if not p.get("hidden", False)]
@@ -390,9 +407,11 @@ class Scontrol:
     def show_hostnames(self, rest: list[str]) -> None:
         from plurm.grammar.hostlist import HostlistError, expand
 
-        text = rest[0] if rest else os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+        # 22.05 reads SLURM_NODELIST only (checked: SLURM_JOB_NODELIST alone gives "host list
+        # is empty"); the usual `scontrol show hostnames $SLURM_JOB_NODELIST` names it
+        text = rest[0] if rest else os.environ.get("SLURM_NODELIST")
         if not text:
-            self.error("scontrol: error: host list is empty")
+            sys.stderr.write("scontrol: error: host list is empty\n")  # and exit 0, as 22.05
             return
         text = _read_hostfile(text)
         try:
@@ -411,7 +430,7 @@ class Scontrol:
         text = _read_hostfile(rest[0])
         try:
             names = expand(text)
-            result = compress(names, sort=True) if sort else compress(names)
+            result = compress(names, sort=sort)  # hostlist keeps the given order
         except HostlistError:
             self.error(f"scontrol: error: Invalid hostlist: {text}")
             return
@@ -436,17 +455,16 @@ class Scontrol:
         except ClientError as exc:
             self.error(f"{what} error: {exc}")
             return
-        last = None
         for result in reply.get("results", []):
             if "error" in result:
-                if result.get("code") == "AccessDenied":
-                    last = result["error"]
                 if self.quiet:
                     self.rc = 1
-                else:
-                    self.error(f"{result['error']} for job {result.get('job')}")
-        if last is not None and summary and not self.quiet:
-            self.error(f"{summary} error: {last}")
+                    continue
+                self.error(f"{result['error']} for job {result.get('job')}")
+                if summary and result.get("code") in ("AccessDenied", "InvalidJobId"):
+                    # the call's own error, after each such job's line (22.05; a job that is
+                    # no longer pending gets its line only)
+                    self.error(f"{summary} error: {result['error']}")
 
     def cmd_hold(self, args: list[str]) -> None:
         # An admin hold when the controller finds the sender an operator, else a user hold.

@@ -368,7 +368,8 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
         end_s = iso(job["planned_start"] + limit * 60) if limit is not None else "Unknown"
     elif pending:
         start_s = iso(begin) if future_begin else "Unknown"
-        end_s = "Unknown"
+        # a later --begin with a limit: Slurm's expected end, the begin plus the limit
+        end_s = iso(begin + limit * 60) if future_begin and limit is not None else "Unknown"
     else:  # finished without starting (cancelled while pending)
         start_s = iso(job.get("start_time") or job.get("end_time"))
         end_s = iso(job.get("end_time"))

@@ -235,9 +235,14 @@ def test_update_node_drain():
 
 
 def test_hostnames_from_environment(monkeypatch):
-    monkeypatch.setenv("SLURM_JOB_NODELIST", "n[1-3,7]")
+    # 22.05 reads SLURM_NODELIST (SLURM_JOB_NODELIST alone: "host list is empty", exit 0)
+    monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
+    monkeypatch.setenv("SLURM_NODELIST", "n[1-3,7]")
     rc, out, _ = run(scontrol.Scontrol(), ["show", "hostnames"])
     assert rc == 0 and out == (REF / "busy_scontrol_hostnames.txt").read_text()
+    monkeypatch.delenv("SLURM_NODELIST")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "n[1-3,7]")
+    assert run(scontrol.Scontrol(), ["show", "hostnames"]) == (0, "", "scontrol: error: host list is empty\n")
     rc, out, _ = run(scontrol.Scontrol(), ["show", "hostlist", "n1,n2,n3,n7"])
     assert out == "n[1-3,7]\n"
 
@@ -286,12 +291,12 @@ def test_unreachable_controller_message():
 
 
 def test_main_options_before_command(monkeypatch):
-    monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
+    monkeypatch.delenv("SLURM_NODELIST", raising=False)
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         assert scontrol.main(["-o", "-d", "show", "hostnames", "n[1-2]"]) == 0
         assert scontrol.main(["--bogus"]) == 1
-        assert scontrol.main(["show", "hostnames"]) == 1
+        assert scontrol.main(["show", "hostlist"]) == 1
     assert out.getvalue() == "n1\nn2\n"
     assert "scontrol: unrecognized option '--bogus'" in err.getvalue()
 
