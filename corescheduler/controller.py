@@ -406,7 +406,8 @@ class Controller(FailoverShell):
         return self.service.acctmgr(msg, self._who(header), time.time())
 
     def on_share_info(self, header: dict, msg: protocol.ShareInfoRequest, ident: bytes) -> Any:
-        return self.service.share_info(time.time(), self._who(header))
+        enforce = {w.strip().lower() for w in (self.conf.get("AccountingStorageEnforce") or "").split(",")}
+        return self.service.share_info(time.time(), self._who(header), run_mins=bool(enforce & {"limits", "safe"}))
 
     def on_config(self, header: dict, msg: protocol.ConfigRequest, ident: bytes) -> Any:
         return {"options": self.conf.options, "path": self.conf_path, "cluster": self.core.cluster_name}

@@ -373,13 +373,52 @@ class Service:
                 name = parents.get(name)
         return path
 
-    def share_info(self, now: float, who: Identity | None = None) -> dict[str, Any]:
-        """sshare's lines; PrivateData=usage: only the sender's own (no account lines)."""
+    def share_info(self, now: float, who: Identity | None = None, run_mins: bool = False) -> dict[str, Any]:
+        """sshare's lines; PrivateData=usage: only the sender's own (no account lines).
+        ``run_mins``: count TRESRunMins, which Slurm keeps only when AccountingStorageEnforce
+        has limits (its association limits are what they are for); zeros otherwise, as the
+        real 22.05 shows with AccountingStorageEnforce=associations and jobs running."""
         shares = self.core.accounts.shares(now)
         if self.private("usage", who) and who is not None:
             # (flat, as Slurm prints them then: the lines above them are not there)
             shares = [dataclasses.replace(s, depth=0) for s in shares if s.user == who.user]
-        return {"shares": [protocol.to_builtins(s) for s in shares]}
+        lines = [protocol.to_builtins(s) for s in shares]
+        run = self._tres_run_mins(now) if run_mins else {}
+        for line in lines:
+            line["tres_run_mins"] = run.get((line["account"], line["user"]), _NO_TRES_RUN)
+        return {"shares": lines}
+
+    def _tres_run_mins(self, now: float) -> dict[tuple[str, str | None], dict[str, int]]:
+        """sshare's TRESRunMins: each running job's TRES times its minutes left, summed per
+        (account, user), and per account over its whole subtree (user None); root has all."""
+        parents = {a["account"]: a["parent"] for a in self.core.accounts.accounts()}
+        run: dict[tuple[str, str | None], dict[str, int]] = {}
+        for job in self.core.jobs.values():
+            if job.state != "RUNNING" or job.start_time is None or not job.spec.account:
+                continue
+            limit_s = (job.time_limit if job.time_limit is not None else _UNLIMITED_MIN) * 60
+            left = max(0, int((job.start_time + limit_s - now) // 60))
+            cpus, mem = sum(job.cpus), sum(job.mem)
+            tres = {"cpu": cpus * left, "mem": mem * left, "node": len(job.nodes) * left, "billing": cpus * left}
+            keys: list[tuple[str, str | None]] = [(job.spec.account, job.spec.user)]
+            account: str | None = job.spec.account
+            while account is not None and (account, None) not in keys:
+                keys.append((account, None))
+                account = parents.get(account)
+            if ("root", None) not in keys:
+                keys.append(("root", None))
+            for key in keys:
+                total = run.setdefault(key, dict(_NO_TRES_RUN))
+                for name, value in tres.items():
+                    total[name] += value
+        return run
+
+
+# TRESRunMins with accounting's default TRES, in Slurm's order (energy, fs/disk, vmem and pages
+# are not tracked by plurm: 0, as Slurm shows them without their gather plugins).
+_NO_TRES_RUN = {"cpu": 0, "mem": 0, "energy": 0, "node": 0, "billing": 0, "fs/disk": 0, "vmem": 0, "pages": 0}
+# A job without a time limit: counted against a year (plurm's choice: Slurm does not document it).
+_UNLIMITED_MIN = 365 * 24 * 60
 
 
 def _step_order(key: tuple[int, str]) -> tuple[int, int]:

@@ -12,7 +12,8 @@ FIELDS = {"account": ("Account", 20), "user": ("User", 10), "rawshares": ("RawSh
 DEFAULT = ("account", "user", "rawshares", "normshares", "rawusage", "effectvusage", "fairshare")
 LONG = ("account", "user", "rawshares", "normshares", "rawusage", "normusage", "effectvusage", "fairshare",
         "levelfs", "grptresmins", "tresrunmins")
-# What 22.05 prints for an association's running TRES minutes with accounting's default TRES.
+# An association's running TRES minutes with accounting's default TRES, none running (the
+# controller sends each line's own, tres_run_mins; this is for a controller that does not).
 _TRES_RUN = "cpu=0,mem=0,energy=0,node=0,billing=0,fs/disk=0,vmem=0,pages=0"
 HEADER = ("Account                    User  RawShares  NormShares    RawUsage  EffectvUsage  FairShare \n"
           "-------------------- ---------- ---------- ----------- ----------- ------------- ---------- \n")
@@ -52,7 +53,8 @@ def _values(line: dict, total_usage: float, indent: int, flat: bool) -> dict[str
         "fairshare": "" if line["user"] is None else f"{line['fairshare']:.6f}",
         "levelfs": level_fs,
         "grptresmins": "",
-        "tresrunmins": _TRES_RUN,
+        "tresrunmins": ",".join(f"{k}={v}" for k, v in line["tres_run_mins"].items())
+        if line.get("tres_run_mins") else _TRES_RUN,
     }
 
 

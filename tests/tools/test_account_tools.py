@@ -208,3 +208,40 @@ def test_show_tres_where_and_a_bad_condition(acct: Cluster) -> None:
     assert acct.run("sacctmgr", "-n", "-P", "show", "tres", "name=disk", check=True).stdout == "fs|disk|6\n"
     proc = acct.run("sacctmgr", "show", "tres", "bogus=1")
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", (REF / "tres_bad.err").read_text())
+
+
+def _tres_run(acct: Cluster, tmp_path: Path) -> dict[tuple[str, str], str]:
+    """sshare's TRESRunMins per (account, user) while a 2-CPU, 300 MB, 10-minute job runs."""
+    job_id = acct.sbatch("-A", "anchor", "-c", "2", "--mem=300", "-t", "10", "--wrap", "sleep 120", cwd=tmp_path)
+    try:
+        acct.wait_state(job_id, "RUNNING")
+        out = acct.run("sshare", "-l", "-P", "-n", "-o", "account,user,tresrunmins", check=True).stdout
+    finally:
+        acct.run("scancel", str(job_id))
+    return {tuple(line.split("|")[:2]): line.split("|")[2] for line in out.splitlines()}
+
+
+_ZERO_RUN = "cpu=0,mem=0,energy=0,node=0,billing=0,fs/disk=0,vmem=0,pages=0"
+
+
+def test_sshare_tres_run_minutes_of_a_running_job(acct: Cluster, tmp_path: Path) -> None:
+    """TRESRunMins: without AccountingStorageEnforce=limits, zero on every line with a job
+    running (what the real 22.05 shows, AccountingStorageEnforce=associations, jobs running
+    for 7 minutes); with it, the running job's TRES times its minutes left, on its user's
+    line, its account's and root's."""
+    assert set(_tres_run(acct, tmp_path).values()) == {_ZERO_RUN}
+    conf = acct.conf.read_text()
+    acct.conf.write_text(conf + "AccountingStorageEnforce=associations,limits\n")
+    try:
+        acct.run("scontrol", "reconfigure", check=True)
+        lines = _tres_run(acct, tmp_path)
+    finally:
+        acct.conf.write_text(conf)
+        acct.run("scontrol", "reconfigure", check=True)
+    run = dict(item.split("=") for item in lines[("  anchor", "root")].split(","))
+    left = int(run["node"])
+    assert 8 <= left <= 10  # a 10-minute limit, started moments ago
+    assert run == {"cpu": str(2 * left), "mem": str(300 * left), "energy": "0", "node": str(left),
+                   "billing": str(2 * left), "fs/disk": "0", "vmem": "0", "pages": "0"}
+    assert lines[(" anchor", "")] == lines[("root", "")] == lines[("  anchor", "root")]
+    assert lines[(" root", "root")] == _ZERO_RUN
