@@ -235,9 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         (sys.stdout if exc.stream == "stdout" else sys.stderr).write(exc.text)
         return exc.code
     if opts.reservation:
-        if not opts.noheader:
-            sys.stdout.write("%-9s  %8s  %19s  %19s  %11s  %s\n" % (
-                "RESV_NAME", "STATE", "START_TIME", "END_TIME", "DURATION", "NODELIST"))
+        # plurm has no reservations: Slurm's answer when there are none (no header)
+        sys.stdout.write("No reservations in the system\n")
         return 0
     return run_iterating(lambda: run_once(opts), opts.iterate)
 

@@ -152,8 +152,10 @@ def parse_node_states(value: str) -> list[int] | None:
             elif upper in _NEVER_SET:
                 found = _NEVER_SET[upper]
         if found is None:
-            valid = ",".join(BASE_LONG[n].lower() for n in range(7)) + \
-                ",drain,drained,draining,no_respond,reserved,perfctrs,completing,power_down,power_up,fail,maint,reboot"
+            # 22.05's list word for word (its "?" and second "unknown" included)
+            valid = ("unknown,down,idle,allocated,?,mixed,future,drain,drained,draining,no_respond,"
+                     "reserved,perfctrs,cloud,completing,powering_down,powered_down,power_down,"
+                     "powering_up,fail,maint,reboot,reboot^,unknown")
             raise Usage(error_text(f'Bad state string: "{item}"') + error_text(f"valid states: {valid}"), 1, "stderr")
         out.append(found)
     return out

@@ -181,8 +181,8 @@ def build_fields(opts: Options) -> tuple[list[FormatField], list[str]]:
     if opts.format_long is not None:
         for f in parse_long_format(opts.format_long):
             letter = _LONG_NAMES.get(f.key.lower())
-            if letter is None:
-                errors.append(error_text(f"Invalid node format specification: {f.key}"))
+            if letter is None:  # "job": 22.05's word here (its -o says "node")
+                errors.append(error_text(f"Invalid job format specification: {f.key}"))
                 continue
             fields.append(FormatField(letter, f.width, f.right, f.suffix))
         return fields, errors
