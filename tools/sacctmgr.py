@@ -190,12 +190,29 @@ def _show_configured(entity: str, names: list[str], where: dict[str, str], heade
     return 0
 
 
+# what 22.05 says to `show`/`list` of an entity it does not know
+_NO_ENTITY = ('No valid entity in list command\n'
+              'Input line must include "Account", "Association", "Cluster", "Configuration",\n'
+              '"Event", "Federation", "Problem", "QOS", "Resource", "Reservation",\n'
+              '"RunAwayJobs", "Stats", "Transaction", "TRES", "User", or "WCKey"')
+
+
+class CommandError(ValueError):
+    """A command line sacctmgr refuses: ``str()`` is the whole message, as printed."""
+
+
 def parse(words: list[str]) -> tuple[str, str, list[str], dict[str, str], dict[str, str]]:
-    if len(words) < 2:
-        raise ValueError("No command given" if not words else f"Unknown option: {words[0]}")
+    if not words:
+        raise ValueError("No command given")
     action = ACTIONS.get(words[0].lower())
+    if action is None:
+        raise CommandError(f"invalid keyword: {words[0]}")
+    if len(words) < 2:
+        raise ValueError(f"Unknown option: {words[0]}")
     entity = ENTITIES.get(words[1].lower())
-    if action is None or entity is None:
+    if entity is None and action == "show":
+        raise CommandError(_NO_ENTITY)
+    if entity is None:
         raise ValueError(f"Unknown option: {' '.join(words[:2])}")
     names: list[str] = []
     fields: dict[str, str] = {}
@@ -242,9 +259,9 @@ def _refused(action: str, entity: str, names: list[str], exc) -> int:
     return 1
 
 
-# sacctmgr's getopt table (--usage is --help); '+' because, like Slurm's, sacctmgr stops
-# reading options at the first word of the command
-_SHORT = "+hinoPpQrsvV"
+# sacctmgr's getopt table (--usage is --help); options may follow the command's words
+# (22.05 reads `show qos -n format=name` with -n)
+_SHORT = "hinoPpQrsvV"
 _LONG = {
     "help": ("h", 0), "usage": ("h", 0), "immediate": ("i", 0), "noheader": ("n", 0),
     "oneliner": ("o", 0), "parsable": ("p", 0), "parsable2": ("P", 0), "quiet": ("Q", 0),
@@ -270,7 +287,9 @@ def main(argv: list[str] | None = None) -> int:
         elif key == "p":
             parsable = "p"
         elif key == "h":
-            print(__doc__.strip())
+            from plurm.tools.sacctmgr_help import HELP_TEXT
+
+            sys.stdout.write(HELP_TEXT)
             return 0
         elif key == "V":
             from plurm import write_version   # without display
@@ -283,10 +302,22 @@ def main(argv: list[str] | None = None) -> int:
     if any(w.lower() in ("withassoc", "withassocs") for w in words):
         with_assoc = True
         words = [w for w in words if w.lower() not in ("withassoc", "withassocs")]
+    if not words:
+        return _interactive([a for a in argv if a.startswith("-")])
+    if len(words) == 1 and words[0].lower() == "help":
+        from plurm.tools.sacctmgr_help import HELP_TEXT
+
+        sys.stdout.write(HELP_TEXT)
+        return 0
+    if len(words) == 1 and words[0].lower() in ("exit", "quit"):
+        return 0
     try:
         action, entity, names, fields, where = parse(words)
         if action == "show":
             where = {**fields, **where}
+    except CommandError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     except ValueError as exc:
         print(f" {exc}", file=sys.stderr)
         return 1
@@ -319,6 +350,31 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f" Deleting {entity}s...\n" + "".join(f"  {n}\n" for n in names), end="")
     return 0
+
+
+def _interactive(options: list[str]) -> int:
+    """No command: read commands from stdin after Slurm's prompt, one a line, with the
+    command line's options; at the end of input a newline ends the prompt (as 22.05)."""
+    import shlex
+
+    rc = 0
+    while True:
+        sys.stdout.write("sacctmgr: ")
+        sys.stdout.flush()
+        line = sys.stdin.readline()
+        if not line:
+            sys.stdout.write("\n")
+            return rc
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            print(f" {exc}", file=sys.stderr)
+            rc = 1
+            continue
+        if words and words[0].lower() in ("exit", "quit"):
+            return rc
+        if words:
+            rc = main(options + words)
 
 
 if __name__ == "__main__":

@@ -122,6 +122,12 @@ _LONG = {
     "help": ("help", 0), "usage": ("usage", 0), "json": ("json", 2), "yaml": ("yaml", 2),
 }
 USAGE = "Usage: sshare [-h] [-u user_list] [-V] [--help] [--usage]\n"
+# -e/--helpformat: the fields -o takes, as 22.05 lists them (four to a line, 17 wide)
+_HELP_FIELDS = ("Account", "Cluster", "EffectvUsage", "FairShare", "GrpTRESMins", "GrpTRESRaw", "ID",
+                "LevelFS", "NormShares", "NormUsage", "Partition", "RawShares", "RawUsage",
+                "TRESRunMins", "User")
+HELPFORMAT = "".join(f"{name:<17}" + ("\n" if i % 4 == 3 or i == len(_HELP_FIELDS) - 1 else " ")
+                     for i, name in enumerate(_HELP_FIELDS))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,7 +174,12 @@ def main(argv: list[str] | None = None) -> int:
             write_version()  # stdout: Slurm's line; stderr: plurm's
             return 0
         elif key in ("help", "usage"):
-            sys.stdout.write(USAGE)
+            from plurm.tools.sshare_help import HELP_TEXT
+
+            sys.stdout.write(HELP_TEXT)  # 22.05 prints its help for both
+            return 0
+        elif key == "e":
+            sys.stdout.write(HELPFORMAT)
             return 0
         elif key in ("json", "yaml"):
             from plurm.tools.dataparser.emit import OutputError, parse as parse_output
@@ -178,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             except OutputError as exc:
                 (sys.stderr if exc.code else sys.stdout).write(exc.text)
                 return exc.code
-        # -a (every user: root sees them all already), -e, -m, -M, -n, -v: accepted
+        # -a (every user: root sees them all already), -m, -M, -n, -v: accepted
     from plurm.wire.client import ClientError, request
 
     try:
