@@ -29,7 +29,7 @@ KERNELS = [
 # The user commands are thin scripts in bin/ (see bin/squeue: pip's console-script
 # template imports `re` on every start); the daemons and `plurm` are entry points.
 USER_COMMANDS = ["sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sprio", "sshare",
-                 "sacctmgr", "sstat"]
+                 "sacctmgr", "sstat", "sattach"]
 COMMANDS = [
     "plurm=plurm.tools.plurm:main",
     "plurmctld=plurm.corescheduler.plurmctld:main",

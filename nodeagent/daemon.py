@@ -393,6 +393,8 @@ class NodeDaemon:
                 reply = self.launch_step(header, msg)
             elif header["type"] == "step_stat":
                 reply = self.step_stat(header["uid"], msg)
+            elif header["type"] == "attach_step":
+                reply = self.attach_step(header["uid"], msg)
             elif header["type"] == "signal_tasks":
                 owner = self.step_owners.get((msg.job_id, msg.step_id))
                 if header["uid"] not in self.daemon_uids and header["uid"] != owner:
@@ -410,6 +412,19 @@ class NodeDaemon:
         kind = "error" if "error" in reply else "reply"
         body = {"message": reply["error"], "code": "LaunchError"} if kind == "error" else reply
         self.srv.send_multipart([ident, b""] + envelope.seal(self.auth, kind, body, parent))
+
+    def attach_step(self, uid: int, msg: protocol.AttachStep) -> dict[str, Any]:
+        """sattach: hand the listener to the step's plurmstepd, which looks in its attach folder
+        on each turn of its loop (nodeagent/stepd_attach.py); the step's owner or root only."""
+        from plurm.nodeagent import stepd_attach
+
+        step = self.steps.get((msg.job_id, msg.step_id))
+        if step is None or not step.alive():
+            return {"error": "no tasks running"}
+        if uid not in self.daemon_uids and uid != step.record.uid:
+            return {"error": "Access/permission denied"}
+        stepd_attach.post(self.spool, msg.job_id, msg.step_id, protocol.to_builtins(msg))
+        return {"ok": True}
 
     def step_stat(self, uid: int, msg: protocol.StepStat) -> dict[str, Any]:
         """sstat / scontrol listpids: each step's tasks on this node, read from /proc now

@@ -21,6 +21,7 @@ from plurm.wire import envelope
 from plurm.wire.auth import KeyAuth
 from plurm.common import environment
 from plurm.nodeagent import launch
+from plurm.nodeagent.stepd_attach import Listeners
 from plurm.nodeagent.stepd_io import Stdin, TaskIo, start_task
 
 
@@ -65,8 +66,13 @@ def main() -> int:
     sock.setsockopt(zmq.IDENTITY, f"n{msg['node_id']}".encode())
     sock.connect(f"tcp://{msg['io_host']}:{msg['io_port']}")
 
+    # sattach's listeners (nodeagent/stepd_attach.py): plurmd started this process in its spool.
+    attached = Listeners(ctx, os.getcwd(), msg["job_id"], msg["step_id"], msg["node_id"])
+
     def send(kind: str, body: dict) -> None:
         sock.send_multipart([b""] + envelope.seal(key, kind, body))
+        if kind != "stepd_hello":
+            attached.send(kind, body)
 
     send("stepd_hello", {"node_id": msg["node_id"]})
     poller = zmq.Poller()
@@ -117,6 +123,7 @@ def main() -> int:
                     poller.register(pipe.fd, zmq.POLLOUT)
                     writing.add(pipe.fd)
         events = dict(poller.poll(1000))
+        attached.poll()
         if events.get(sock):
             _from_srun(sock, key, stdins, pty_master)
         for fd, event in events.items():
@@ -153,6 +160,7 @@ def main() -> int:
     for fd in pty_master.values():
         os.close(fd)
     sock.close()
+    attached.close()
     ctx.term()
     return 0
 

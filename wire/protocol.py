@@ -325,6 +325,16 @@ class SignalTasks(Msg):
     signal: int
 
 
+class AttachStep(Msg):
+    """sattach: plurmstepd sends this step's output also to this listener, signed with its
+    key, as it does to srun's."""
+    job_id: int
+    step_id: int
+    io_host: str
+    io_port: int
+    io_key: str
+
+
 # Every request type a daemon accepts, by wire name.
 MESSAGE_TYPES: dict[str, type[Msg]] = {
     "submit_job": SubmitJob,
@@ -360,6 +370,7 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "reconfigure_node": ReconfigureNode,
     "launch_tasks": LaunchTasks,
     "signal_tasks": SignalTasks,
+    "attach_step": AttachStep,
     "step_stat": StepStat,
 }
 

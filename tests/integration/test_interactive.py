@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from plurmtest import Cluster, command
+from plurmtest import Cluster, command, wait_for
 
 
 class Terminal:
@@ -243,5 +243,61 @@ def test_srun_jobid_runs_a_step_of_a_running_batch_job(cluster: Cluster, workdir
                              cwd=workdir, timeout=60)
         assert (second.returncode, second.stdout) == (0, f"{job_id}.1\n"), second.stderr
         assert cluster.job(job_id)["state"] == "RUNNING"  # the steps leave the job running
+    finally:
+        cluster.run("scancel", str(job_id))
+
+
+# ------------------------------------------------------------------ sattach
+def test_sattach_follows_a_running_steps_output_and_ends_with_it(cluster: Cluster, workdir: Path) -> None:
+    import subprocess
+
+    # The tasks tick until the test says go: sattach sees ticks (it is attached), then each task's
+    # last line, and exits 0 when the step ends.  Nothing is timed.
+    script = ('[ "$SLURM_PROCID" = 0 ] && echo $SLURM_JOB_ID > id.txt; '
+              'while [ ! -e go ]; do echo tick; sleep 0.2; done; echo after $SLURM_PROCID; echo err $SLURM_PROCID >&2')
+    srun = subprocess.Popen(command("srun") + ["-N2", "-n2", "sh", "-c", script], cwd=workdir, env=cluster.env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: (workdir / "id.txt").exists() and (workdir / "id.txt").read_text().strip() != "",
+                 what="the step's job id")
+        job_id = int((workdir / "id.txt").read_text())
+        sattach = subprocess.Popen(command("sattach") + ["-l", f"{job_id}.0"], cwd=workdir, env=cluster.env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert sattach.stdout is not None
+        seen = set()
+        while len(seen) < 2:  # both nodes' tasks are sending here
+            line = sattach.stdout.readline()
+            assert line, sattach.stderr.read() if sattach.stderr else ""
+            if line.endswith(": tick\n"):
+                seen.add(line.split(":")[0])
+        (workdir / "go").touch()
+        out, err = sattach.communicate(timeout=60)
+        assert sattach.returncode == 0, err
+        assert {"0: after 0", "1: after 1"} <= set(out.splitlines())
+        assert sorted(err.splitlines()) == ["0: err 0", "1: err 1"]
+        assert srun.wait(timeout=60) == 0
+    finally:
+        (workdir / "go").touch()
+        srun.wait(timeout=60)
+
+
+def test_sattach_errors_as_slurm(cluster: Cluster, workdir: Path) -> None:
+    usage = "Usage: sattach [options] <jobid.stepid>\n"
+    job_id = cluster.sbatch("-o", "/dev/null", "--wrap", "sleep 300", cwd=workdir)
+    try:
+        cluster.wait_state(job_id, "RUNNING")
+        for args, err, out in (
+                ([f"{job_id}.77"], "sattach: error: Could not get job step info: Invalid job id specified\n", ""),
+                (["99999.0"], "sattach: error: Could not get job step info: Invalid job id specified\n", ""),
+                ([str(job_id)], "sattach: error: Failed to parse stepid from command line options\n", usage),
+                (["abc"], "sattach: error: Failed to parse stepid from command line options\n", usage),
+                ([], "sattach: error: too many parameters\n", usage),
+                ([f"{job_id}.0", "x"], "sattach: error: too many parameters\n", usage)):
+            proc = cluster.run("sattach", *args, cwd=workdir)
+            assert (proc.returncode, proc.stdout, proc.stderr) == (1, out, err), args
+        assert cluster.run("sattach", "--usage").stdout == usage
+        bogus = cluster.run("sattach", "--bogus", "1.0")
+        assert (bogus.returncode, bogus.stderr) == (1, "sattach: unrecognized option '--bogus'\n"
+                                                       'Try "sattach --help" for more information\n')
     finally:
         cluster.run("scancel", str(job_id))

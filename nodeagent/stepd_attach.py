@@ -1,0 +1,96 @@
+"""sattach's listeners of a running step (Slurm's sattach attaches to slurmstepd's I/O).
+
+plurmd gets the authenticated ``attach_step`` request and posts the listener (address, port, the
+key sattach made for it) as a file in the step's attach folder under its spool; plurmstepd looks
+there on each turn of its loop, connects a DEALER to each new listener, and from then on sends
+it what it sends srun (output, task exits, the node's end).  A file, not a signal: every signal
+plurmstepd gets is the tasks' (stepd.FORWARDED); a folder only root (plurmd and plurmstepd run
+as root or plurmd's user) can write keeps another user from posting a listener.  Output written
+before the attach is not replayed (as Slurm's).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+from typing import Any
+
+import zmq
+
+from plurm.wire import envelope
+from plurm.wire.auth import KeyAuth
+
+log = logging.getLogger("plurm.stepd")
+
+
+def folder(spool: str, job_id: int, step_id: int) -> str:
+    return os.path.join(spool, "attach", f"{job_id}.{step_id}")
+
+
+def post(spool: str, job_id: int, step_id: int, body: dict[str, Any]) -> None:
+    """plurmd's side: one listener, written whole and then renamed (never read half-written)."""
+    where = folder(spool, job_id, step_id)
+    os.makedirs(where, mode=0o700, exist_ok=True)
+    name = secrets.token_hex(8)
+    tmp = os.path.join(where, f".{name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(body, f)
+    os.rename(tmp, os.path.join(where, f"{name}.json"))
+
+
+class Listeners:
+    """plurmstepd's side: the sattach listeners of this step on this node."""
+
+    def __init__(self, ctx: zmq.Context, spool: str, job_id: int, step_id: int, node_id: int) -> None:
+        self.ctx, self.node_id = ctx, node_id
+        self.where = folder(spool, job_id, step_id)
+        self.peers: list[tuple[zmq.Socket, KeyAuth]] = []
+
+    def poll(self) -> None:
+        """Connect to the listeners posted since the last turn."""
+        try:
+            names = [n for n in os.listdir(self.where) if n.endswith(".json")]
+        except OSError:
+            return  # nobody has attached
+        for name in names:
+            path = os.path.join(self.where, name)
+            try:
+                with open(path) as f:
+                    body = json.load(f)
+                os.unlink(path)
+                host, port, key = str(body["io_host"]), int(body["io_port"]), str(body["io_key"]).encode()
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.warning("attach request %s dropped: %s", path, exc)
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+                continue
+            sock = self.ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 1000)
+            sock.connect(f"tcp://{host}:{port}")
+            auth = KeyAuth(key)
+            self.peers.append((sock, auth))
+            self._send(sock, auth, "stepd_hello", {"node_id": self.node_id})
+
+    def send(self, kind: str, body: dict[str, Any]) -> None:
+        for sock, auth in self.peers:
+            self._send(sock, auth, kind, body)
+
+    @staticmethod
+    def _send(sock: zmq.Socket, auth: KeyAuth, kind: str, body: dict[str, Any]) -> None:
+        try:  # a listener that went away must not stop the step (nor srun's output)
+            sock.send_multipart([b""] + envelope.seal(auth, kind, body), zmq.NOBLOCK)
+        except zmq.ZMQError:
+            pass
+
+    def close(self) -> None:
+        for sock, _ in self.peers:
+            sock.close()
+        try:
+            os.rmdir(self.where)
+        except OSError:
+            pass
