@@ -2,7 +2,7 @@
 
 Observed with scontrol 22.05.8: each step is a block of six lines and a blank one (``-o``: one
 line); the batch step has CPUs=0, TRES=(null) and no Dist; an srun step has its CPUs, its
-TRES (cpu, mem, node) and Dist=Cyclic.  A job that does not exist is
+TRES (cpu, mem, node) and its Dist (Cyclic, or Block for more tasks than nodes).  A job that does not exist is
 ``slurm_get_job_steps error: Invalid job id specified`` (exit 1); a step that does not exist
 is ``Job step J.S not found`` on stdout (exit 1); no steps at all: ``No job steps in the system``.
 Pure: the records in, the text out.
@@ -30,6 +30,12 @@ def _tres(step: dict, job: dict) -> str:
     return ",".join(parts)
 
 
+def _dist(step: dict) -> str:
+    """Slurm's default task distribution (plurm has no srun -m): cyclic when there are no more
+    tasks than nodes, block otherwise (22.05.8: srun -n2 on 2 nodes Cyclic, on 1 node Block)."""
+    return "Cyclic" if step.get("ntasks", 1) <= max(1, len(step.get("nodes") or [])) else "Block"
+
+
 def format_step(step: dict, job: dict, oneliner: bool = False) -> str:
     batch = step["step_id"] == "batch"
     nodes = step.get("nodes") or []
@@ -41,7 +47,7 @@ def format_step(step: dict, job: dict, oneliner: bool = False) -> str:
         f"Name={step.get('name') or '(null)'} Network=(null)",
         f"TRES={_tres(step, job)}",
         "ResvPorts=(null)",
-        "CPUFreqReq=Default" + ("" if batch else " Dist=Cyclic"),
+        "CPUFreqReq=Default" + ("" if batch else f" Dist={_dist(step)}"),
         # plurm does not learn srun's host and pid: Slurm's value for "none".
         "SrunHost:Pid=(null):0",
     ]
