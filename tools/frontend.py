@@ -104,7 +104,7 @@ def parse_or_answer(prog: str, parse: Callable[..., Any], *args: Any) -> tuple[A
             print(line, file=sys.stderr)
         return None, exc.exit_code
     options = req.options
-    if options.get("help") or (options.get("usage") and prog != "sbatch"):
+    if options.get("help"):
         sys.stdout.write(help_text(prog))
         return None, 0
     if options.get("usage"):

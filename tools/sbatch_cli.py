@@ -192,6 +192,10 @@ def _apply_env(state: _State, prog: str, env: Mapping[str, str]) -> None:
         raise OptionError([f"{prog}: fatal: SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and "
                            "SLURM_MEM_PER_NODE are mutually exclusive."], 1)
     for var, opt in env_inputs(prog):
+        if var == "SLURM_NNODES" and not (env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")):
+            # outside an allocation 22.05's srun ignores it (checked: SLURM_NNODES=3 runs on
+            # one node, SLURM_NNODES=abc is no error); inside one it is the allocation's
+            continue
         if opt.key in _MEM_KEYS and var in env:
             if any(k in state.typed for k in _MEM_KEYS):
                 try:

@@ -33,8 +33,6 @@ CAPTURES = [json.loads(line) for line in (REF / "captures.jsonl").read_text().sp
 
 # id -> (the parts allowed to differ, why).  Parts: "rc", "stdout", "stderr".
 KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
-    "srun-usage": (("stdout",), "plurm's srun --usage is its own option summary, not 22.05's text"),
-    "salloc-usage": (("stdout",), "plurm's salloc --usage is its own option summary, not 22.05's text"),
     "squeue-verbose": (("stdout",), "squeue -v dumps Slurm's C option struct (its field names); plurm has none"),
     "sinfo-states-down": (("stdout",), "Slurm prints an empty row for a partition whose nodes -t filters "
                           "out; plurm prints no row"),
@@ -56,8 +54,6 @@ KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
                           "processors), plurm's on 1"),
     "srun-cpu-bind-bad": (("stderr",), "Slurm's line from its task plugin (TaskPlugin=task/none: no "
                           "cpu binding) before the value's error; plurm has no task plugins"),
-    "srun-env-nodes-bad": (("rc", "stderr"), "plurm's srun reads SLURM_NNODES outside an allocation "
-                           "and refuses abc; Slurm ignores it there"),
 }
 
 # lines only one side prints, by design

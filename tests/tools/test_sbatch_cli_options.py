@@ -70,6 +70,16 @@ def test_env_names() -> None:
     assert "SBATCH_MEM_PER_NODE" in OPTIONS["mem"].env["sbatch"]
 
 
+def test_srun_reads_slurm_nnodes_inside_an_allocation_only() -> None:
+    """22.05's srun ignores SLURM_NNODES outside an allocation (=3 runs on one node, =abc
+    is no error: the differential's srun-env-nodes-bad); inside one it is the default -N."""
+    from plurm.tools.sbatch_cli import parse_srun
+
+    assert parse_srun(["true"], {"SLURM_NNODES": "2", "SLURM_JOB_ID": "5"}).options["nodes"] == [2, 2]
+    assert "nodes" not in parse_srun(["true"], {"SLURM_NNODES": "2"}).options
+    assert "nodes" not in parse_srun(["true"], {"SLURM_NNODES": "abc"}).options
+
+
 @pytest.mark.parametrize("word,name", [
     ("job", "job-name"), ("tasks", "tasks-per-node"), ("time", "time"), ("time-m", "time-min"),
     ("exclus", "exclusive"), ("part", "partition"), ("license", "licenses"),
