@@ -82,8 +82,10 @@ class JobEnds:
             step.end_time = end
             step.exit_code, step.exit_signal = exit_code, exit_signal
             step.tres_usage_max, step.tres_usage_ave = dict(usage_max or {}), dict(usage_ave or {})
-            # A launch that failed (its files could not be opened): Slurm's .batch step is CANCELLED.
-            step.state = model.CANCELLED if state in (model.CANCELLED, model.PREEMPTED, "REQUEUE") or launch_failed \
+            # A launch that failed (its files could not be opened): Slurm's .batch step is CANCELLED;
+            # so is a timed-out job's (22.05: the job TIMEOUT 0:15, its .batch step CANCELLED 0:15).
+            step.state = model.CANCELLED if state in (model.CANCELLED, model.PREEMPTED, model.TIMEOUT, "REQUEUE") \
+                or launch_failed \
                 else (model.FAILED if exit_code or exit_signal else model.COMPLETED)
             self._save_step(step)
         if state == "REQUEUE":

@@ -230,7 +230,9 @@ def acct_job_row(job: dict, now: float, cluster: str, def_mem_per_cpu: int | Non
         "AllocCPUS": str(cpus),  # slurmdbd records the request until the job is allocated
         "NCPUS": str(cpus),
         "State": state_s,
-        "ExitCode": job_exit(job),
+        # slurmdbd records a timed-out job's end when its limit is hit, before the batch
+        # script's signal is known: 22.05's sacct shows 0:0 there (scontrol: 0:15).
+        "ExitCode": "0:0" if state == "TIMEOUT" else job_exit(job),
         "DerivedExitCode": f"{job.get('derived_exit_code', 0)}:0",
         **_times(elapsed, cpus, start, end),
         "Submit": iso(job.get("submit_time", 0.0)),

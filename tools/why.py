@@ -29,17 +29,50 @@ def _when(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
 
 
-def main(job_id: str) -> int:
+FINISHED = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+                      "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"})
+
+EXPLAIN.update({
+    "NonZeroExitCode": "its batch script exited with a non-zero code (or was killed by a signal)",
+    "TimeLimit": "it ran past its time limit and was stopped (SIGTERM, then SIGKILL after KillWait)",
+    "NodeDown": "a node it ran on failed",
+    "OutOfMemory": "it used more memory than it was given",
+})
+
+
+def _records(job_id: str) -> tuple[list[dict], bool]:
+    """The job's records and whether they come from accounting.  The controller forgets an
+    ended job MinJobAge seconds after its end (Slurm's default 300 s); accounting (what
+    sacct reads) keeps it, with the same state, times, exit code and transitions."""
     from plurm.wire.client import ClientError, request
 
     try:
         jobs = request("job_info", {"job_ids": [job_id], "all_states": True})["jobs"]
     except ClientError as exc:
+        if "Invalid job id" not in str(exc) or not job_id.split("_")[0].isdigit():
+            raise
+        jobs = []
+    if jobs:
+        return jobs, False
+    body = {"job_ids": [job_id], "users": [], "states": [], "start_time": None, "end_time": None}
+    found = request("acct_query", body).get("jobs", [])
+    if not found:
+        raise ClientError("Invalid job id specified")
+    return found, True
+
+
+def main(job_id: str) -> int:
+    from plurm.tools.showfmt import job_exit, job_reason
+    from plurm.wire.client import ClientError
+
+    try:
+        jobs, from_accounting = _records(job_id)
+    except ClientError as exc:
         print(f"plurm why: {exc}", file=sys.stderr)
         return 1
     for job in jobs:
         state = job.get("state", "PENDING")
-        reason = job.get("reason", "None")
+        reason = job_reason(job)
         label = str(job["job_id"])
         if job.get("array_job_id") is not None and job.get("array_task_id") is not None:
             label = f"{job['array_job_id']}_{job['array_task_id']} (job {job['job_id']})"
@@ -49,6 +82,10 @@ def main(job_id: str) -> int:
             if EXPLAIN.get(reason):
                 line += f" - {EXPLAIN[reason]}"
         print(line)
+        if from_accounting:
+            print("  (from accounting: the controller forgot it MinJobAge after its end)")
+        if state in FINISHED:
+            print(f"  exit code: {job_exit(job)}")
         if job.get("nodes"):
             print(f"  nodes: {','.join(job['nodes'])}")
         for when, event_state, event_reason in job.get("events", []):
