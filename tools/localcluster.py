@@ -140,6 +140,32 @@ class LocalCluster:
         os.replace(tmp, self.conf_path)
         return True
 
+    def shape_changes(self, given: dict[str, object]) -> list[str]:
+        """What the shape options given on the command line (``nodes``, ``cpus_per_node``,
+        ``memory_per_node``, ``gres``; None: not given) would change in the existing
+        slurm.conf, as "--OPTION NEW (the cluster has OLD)": `up` never rewrites a
+        slurm.conf it finds (it may be hand-edited), so such a change must be refused,
+        not reported as a success that changed nothing."""
+        from plurm.grammar.slurmconf import load_slurm_conf
+
+        nodes = list(load_slurm_conf(self.conf_path).nodes.values())
+        have: dict[str, object] = {
+            "nodes": len(nodes),
+            "cpus_per_node": sorted({n.cpus for n in nodes}),
+            "memory_per_node": sorted({n.real_memory for n in nodes}),
+            "gres": sorted({n.raw.get("Gres", "") for n in nodes}),
+        }
+        changes = []
+        for key, value in given.items():
+            if value is None:
+                continue
+            old = have[key]
+            same = value == old if key == "nodes" else old == [value]
+            if not same:
+                shown = ",".join(str(v) or "none" for v in old) if isinstance(old, list) else old
+                changes.append(f"--{key.replace('_', '-')} {value or 'none'} (the cluster has {shown})")
+        return changes
+
     def node_names(self) -> list[str]:
         from plurm.grammar.slurmconf import load_slurm_conf
 

@@ -19,6 +19,7 @@ import sys
 
 def _cluster(args: argparse.Namespace) -> int:
     from plurm.tools.localcluster import ClusterShape, LocalCluster
+    from plurm.wire.client import ClientError
 
     cluster = LocalCluster(args.dir)
     if args.action == "up":
@@ -30,13 +31,21 @@ def _cluster(args: argparse.Namespace) -> int:
             print("plurm: error: --controllers 2 needs a shared store: --state postgresql://USER@HOST:PORT/DB",
                   file=sys.stderr)
             return 2
-        if os.path.exists(cluster.conf_path) and args.nodes_given:
-            print(f"plurm: {cluster.conf_path} exists; its node list is kept "
-                  f"(run `plurm cluster down --dir {cluster.dir}` and remove it to change the shape)",
+        try:
+            given = any(v is not None for v in args.shape_given.values())
+            changes = cluster.shape_changes(args.shape_given) if given and os.path.exists(cluster.conf_path) else []
+        except (ValueError, OSError) as exc:  # (ConfError, HostlistError: a slurm.conf that does not parse)
+            print(f"plurm: error: {exc}", file=sys.stderr)
+            return 1
+        if changes:
+            print(f"plurm: error: {cluster.conf_path} exists and is kept as it is: {'; '.join(changes)}. "
+                  f"To change the shape, run `plurm cluster down --dir {cluster.dir}`, then remove "
+                  f"{cluster.conf_path} (or edit its NodeName line) and run `plurm cluster up` again",
                   file=sys.stderr)
+            return 1
         try:
             started = cluster.up(shape, timeout=args.timeout)
-        except RuntimeError as exc:
+        except (RuntimeError, ClientError) as exc:  # (ClientError: a slurm.conf the commands cannot read)
             print(f"plurm: error: {exc}", file=sys.stderr)
             return 1
         if started:
@@ -70,10 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     cluster = sub.add_parser("cluster", help="a local cluster on this host")
     cluster.add_argument("action", choices=["up", "down", "status"])
-    cluster.add_argument("--nodes", type=int, default=None)
-    cluster.add_argument("--cpus-per-node", type=int, default=4)
-    cluster.add_argument("--memory-per-node", type=int, default=4000, help="MB")
-    cluster.add_argument("--gres", default="", help="GRES per node, as slurm.conf's Gres= (e.g. gpu:4)")
+    cluster.add_argument("--nodes", type=int, default=None, help="(default 4)")
+    cluster.add_argument("--cpus-per-node", type=int, default=None, help="(default 4)")
+    cluster.add_argument("--memory-per-node", type=int, default=None, help="MB (default 4000)")
+    cluster.add_argument("--gres", default=None, help="GRES per node, as slurm.conf's Gres= (e.g. gpu:4)")
     cluster.add_argument("--dir", default=None, help="cluster directory (default ~/.local/state/plurm/cluster)")
     cluster.add_argument("--timeout", type=float, default=60.0)
     cluster.add_argument("--controllers", type=int, default=1,
@@ -96,8 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     simulate_arguments(simulate)
     args = parser.parse_args(argv)
     if args.command == "cluster":
-        args.nodes_given = args.nodes is not None
+        # The shape options the user gave (None: not given), checked against an existing slurm.conf.
+        args.shape_given = {"nodes": args.nodes, "cpus_per_node": args.cpus_per_node,
+                            "memory_per_node": args.memory_per_node, "gres": args.gres}
         args.nodes = args.nodes or 4
+        args.cpus_per_node = args.cpus_per_node or 4
+        args.memory_per_node = args.memory_per_node or 4000
+        args.gres = args.gres or ""
         return _cluster(args)
     if args.command == "demo":
         from plurm.tools.demo import run_demo

@@ -150,6 +150,16 @@ def daemon_uids(users: tuple[str, ...] | list[str]) -> frozenset[int]:
     return frozenset(uids)
 
 
+def _ctld_port(value: str) -> int:
+    """SlurmctldPort's first port: N or a range N-M (N <= M); anything else is the
+    error Slurm's commands give (``Invalid SlurmctldPort abc``), not a traceback."""
+    first, dash, last = value.partition("-")
+    if not (first.isdigit() and (not dash or last.isdigit())) \
+            or not 0 < int(first) <= (int(last) if dash else int(first)) <= 65535:
+        raise ClientError(f"Invalid SlurmctldPort {value}")
+    return int(first)
+
+
 def read_settings(path: str | None = None) -> ClientSettings:
     path = path or conf_path()
     host, port, cluster = "localhost", 6817, "cluster"
@@ -171,7 +181,7 @@ def read_settings(path: str | None = None) -> ClientSettings:
             elif lowered in ("backupcontroller", "backupaddr"):
                 backup[lowered == "backupaddr"] = value
             elif lowered == "slurmctldport":
-                port = int(value.split("-", 1)[0])
+                port = _ctld_port(value)
             elif lowered == "clustername":
                 cluster = value
             elif lowered == "authtype":
