@@ -258,7 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     from plurm.tools.squeuesteps import step_id_text
     from plurm.wire.client import ClientError, read_settings, request
 
-    settings = read_settings()
+    try:
+        settings = read_settings()
+    except ClientError as exc:  # a slurm.conf the commands cannot read (SlurmctldPort=abc)
+        sys.stderr.write(_error(str(exc)))
+        return 1
     sys.stdout.write(sacct_table(fields, [], opts.header, opts.delimiter, opts.trailing))
     try:
         addrs = None

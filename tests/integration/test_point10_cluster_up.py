@@ -56,3 +56,15 @@ def test_bad_slurmctld_port_is_one_line(tmp_path: Path, port: str) -> None:
                           capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 1 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("plurm: error: ") and "SlurmctldPort" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["squeue"], ["sinfo"], ["sbatch", "--wrap", "true"], ["sstat", "-j", "1"],
+                                  ["scontrol", "show", "job"], ["sacct"], ["srun", "true"]])
+def test_bad_slurmctld_port_in_the_commands(tmp_path: Path, args: list[str]) -> None:
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=bad\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort=abc\n"
+                    "NodeName=n1 NodeAddr=127.0.0.1 CPUs=1 RealMemory=100\nPartitionName=debug Nodes=ALL\n")
+    proc = subprocess.run(command(args[0]) + args[1:], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env=dict(os.environ, SLURM_CONF=str(conf)))
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and proc.stderr.endswith("Invalid SlurmctldPort abc\n"), proc.stderr
