@@ -67,7 +67,7 @@ def main() -> int:
     sock.connect(f"tcp://{msg['io_host']}:{msg['io_port']}")
 
     # sattach's listeners (nodeagent/stepd_attach.py): plurmd started this process in its spool.
-    attached = Listeners(ctx, os.getcwd(), msg["job_id"], msg["step_id"], msg["node_id"])
+    attached = Listeners(ctx, os.getcwd(), msg["job_id"], msg["step_id"], msg["node_id"], msg["task_ids"])
 
     def send(kind: str, body: dict) -> None:
         sock.send_multipart([b""] + envelope.seal(key, kind, body))
@@ -123,11 +123,14 @@ def main() -> int:
                     poller.register(pipe.fd, zmq.POLLOUT)
                     writing.add(pipe.fd)
         events = dict(poller.poll(1000))
-        attached.poll()
+        attached.poll(poller)
         if events.get(sock):
             _from_srun(sock, key, stdins, pty_master)
+        for peer, peer_key in attached.peers:  # sattach's stdin, signed with its own key
+            if events.get(peer):
+                _from_srun(peer, peer_key, stdins, pty_master)
         for fd, event in events.items():
-            if fd is sock or fd not in readers or not event & (zmq.POLLIN | zmq.POLLERR):
+            if not isinstance(fd, int) or fd not in readers or not event & (zmq.POLLIN | zmq.POLLERR):
                 continue
             rank, stream = readers[fd]
             try:

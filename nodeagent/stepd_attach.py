@@ -3,7 +3,7 @@
 plurmd gets the authenticated ``attach_step`` request and posts the listener (address, port, the
 key sattach made for it) as a file in the step's attach folder under its spool; plurmstepd looks
 there on each turn of its loop, connects a DEALER to each new listener, and from then on sends
-it what it sends srun (output, task exits, the node's end).  A file, not a signal: every signal
+it what it sends srun (output, task exits, the node's end) and takes its stdin as srun's.  A file, not a signal: every signal
 plurmstepd gets is the tasks' (stepd.FORWARDED); a folder only root (plurmd and plurmstepd run
 as root or plurmd's user) can write keeps another user from posting a listener.  Output written
 before the attach is not replayed (as Slurm's).
@@ -44,13 +44,15 @@ def post(spool: str, job_id: int, step_id: int, body: dict[str, Any]) -> None:
 class Listeners:
     """plurmstepd's side: the sattach listeners of this step on this node."""
 
-    def __init__(self, ctx: zmq.Context, spool: str, job_id: int, step_id: int, node_id: int) -> None:
-        self.ctx, self.node_id = ctx, node_id
+    def __init__(self, ctx: zmq.Context, spool: str, job_id: int, step_id: int, node_id: int,
+                 task_ids: list[int]) -> None:
+        self.ctx, self.node_id, self.task_ids = ctx, node_id, task_ids
         self.where = folder(spool, job_id, step_id)
         self.peers: list[tuple[zmq.Socket, KeyAuth]] = []
 
-    def poll(self) -> None:
-        """Connect to the listeners posted since the last turn."""
+    def poll(self, poller: zmq.Poller) -> None:
+        """Connect to the listeners posted since the last turn (their stdin comes in through
+        ``poller``, as srun's does)."""
         try:
             names = [n for n in os.listdir(self.where) if n.endswith(".json")]
         except OSError:
@@ -71,10 +73,12 @@ class Listeners:
                 continue
             sock = self.ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 1000)
+            sock.setsockopt(zmq.IDENTITY, f"n{self.node_id}".encode())  # sattach sends stdin to it
             sock.connect(f"tcp://{host}:{port}")
             auth = KeyAuth(key)
             self.peers.append((sock, auth))
-            self._send(sock, auth, "stepd_hello", {"node_id": self.node_id})
+            poller.register(sock, zmq.POLLIN)
+            self._send(sock, auth, "stepd_hello", {"node_id": self.node_id, "tasks": self.task_ids})
 
     def send(self, kind: str, body: dict[str, Any]) -> None:
         for sock, auth in self.peers:

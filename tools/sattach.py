@@ -3,8 +3,9 @@
 The step's node daemons hand this command's listener to the step's plurmstepd
 (nodeagent/stepd_attach.py), which from then on sends it what it sends srun: the tasks' output,
 their exits and each node's end, signed with a key this command made for it.  sattach prints the
-output (``--label``, ``--output-filter``, ``--error-filter``) and exits 0 when every node of the
-step has ended.  What was written before the attach is not replayed, as in Slurm.  The messages and
+output (``--label``, ``--output-filter``, ``--error-filter``), sends its stdin to the tasks
+(``--input-filter``; its end too, as 22.05's), and exits 0 when every node of the step has
+ended.  What was written before the attach is not replayed, as in Slurm.  The messages and
 exit codes of the error cases are 22.05's (tests/integration/reference/interactive/INDEX.md).
 """
 
@@ -45,7 +46,7 @@ class Options:
         self.label = False
         self.quiet = False
         self.layout = False
-        self.filters: dict[int, int | None] = {1: None, 2: None}  # stream -> the one task shown
+        self.filters: dict[int, int | None] = {0: None, 1: None, 2: None}  # stream -> its one task
         self.job_id = 0
         self.step_id = 0
 
@@ -74,10 +75,10 @@ def parse_args(argv: list[str]) -> Options:
             o.quiet = True
         elif key == "layout":
             o.layout = True
-        elif key in ("output-filter", "error-filter"):
+        elif key in ("input-filter", "output-filter", "error-filter"):
             if value is None or not value.isdigit():
                 raise _fail(f"Invalid {key} task id: {value}")
-            o.filters[1 if key == "output-filter" else 2] = int(value)
+            o.filters[{"input-filter": 0, "output-filter": 1, "error-filter": 2}[key]] = int(value)
     if len(operands) != 1:  # none as well: 22.05 says "too many parameters" then too
         raise _fail("too many parameters")
     m = re.fullmatch(r"(\d+)\.(\d+)", operands[0])
@@ -148,6 +149,8 @@ class Attachment:
         self.port = self.sock.bind_to_random_port("tcp://0.0.0.0")
         self.partial: dict[tuple[int, int], bytes] = {}
         self.width = len(str(max(int(step.get("ntasks", 1)) - 1, 0)))
+        self.peers: dict[bytes, list[int]] = {}  # a node's plurmstepd (its identity) -> the tasks there
+        self.stdin_sent: list[tuple[str, bool]] = []  # what a node that says hello late has missed
 
     def run(self) -> int:
         try:
@@ -186,8 +189,27 @@ class Attachment:
         zmq, envelope = self.zmq, _envelope()
         done = 0
         last_check = time.monotonic()
+        poller = zmq.Poller()
+        poller.register(self.sock, zmq.POLLIN)
+        stdin_fd = _stdin_fd()
+        if stdin_fd is not None:
+            poller.register(stdin_fd, zmq.POLLIN)
         while done < nodes:
-            if self.sock.poll(500):
+            ready = dict(poller.poll(500))
+            if stdin_fd is not None and ready.get(stdin_fd):
+                import os
+
+                try:
+                    data = os.read(stdin_fd, 65536)
+                except OSError:
+                    data = b""
+                # Its end is the tasks' too (22.05: a task whose input sattach ended reads no
+                # more of srun's).
+                self._forward_stdin(data.decode("utf-8", "surrogateescape"), not data)
+                if not data:
+                    poller.unregister(stdin_fd)
+                    stdin_fd = None
+            if ready.get(self.sock):
                 while True:
                     try:
                         frames = self.sock.recv_multipart(zmq.NOBLOCK)
@@ -209,11 +231,27 @@ class Attachment:
                                 self._emit(int(body["task"]), stream, b"", final=True)
                     elif kind == "node_done":
                         done += 1
+                    elif kind == "stepd_hello" and isinstance(body, dict) and isinstance(body.get("tasks"), list):
+                        self.peers[frames[0]] = [t for t in body["tasks"] if isinstance(t, int)]
+                        for text, eof in self.stdin_sent:
+                            self._to_peer(frames[0], text, eof)
             now = time.monotonic()
             if now - last_check > 2.0:  # a step whose node died sends no end: ask the controller
                 last_check = now
                 if _find_step(self.conn, self.options) is None:
                     return
+
+    def _forward_stdin(self, text: str, eof: bool) -> None:
+        self.stdin_sent.append((text, eof))
+        for peer in self.peers:
+            self._to_peer(peer, text, eof)
+
+    def _to_peer(self, peer: bytes, text: str, eof: bool) -> None:
+        wanted = self.options.filters.get(0)
+        tasks = [t for t in self.peers[peer] if wanted is None or t == wanted]
+        if tasks:
+            body = {"tasks": tasks, "data": text, "eof": eof}
+            self.sock.send_multipart([peer, b""] + _envelope().seal(self.auth, "stdin", body))
 
     def _emit(self, task: int, stream: int, data: bytes, final: bool = False) -> None:
         wanted = self.options.filters.get(stream)
@@ -235,6 +273,13 @@ class Attachment:
         elif rest:
             self.partial[(task, stream)] = rest
         out.flush()
+
+
+def _stdin_fd() -> int | None:
+    try:
+        return sys.stdin.fileno()
+    except (OSError, ValueError, AttributeError):  # no stdin at all
+        return None
 
 
 def _envelope() -> Any:

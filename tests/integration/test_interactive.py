@@ -301,3 +301,36 @@ def test_sattach_errors_as_slurm(cluster: Cluster, workdir: Path) -> None:
                                                        'Try "sattach --help" for more information\n')
     finally:
         cluster.run("scancel", str(job_id))
+
+
+def test_sattach_sends_its_stdin_and_its_end_to_the_tasks_it_filters(cluster: Cluster, workdir: Path) -> None:
+    import subprocess
+
+    script = '[ "$SLURM_PROCID" = 0 ] && echo $SLURM_JOB_ID > id.txt; exec cat'
+    srun = subprocess.Popen(command("srun") + ["-N2", "-n2", "-l", "sh", "-c", script], cwd=workdir, env=cluster.env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert srun.stdin is not None and srun.stdout is not None
+    try:
+        wait_for(lambda: (workdir / "id.txt").exists() and (workdir / "id.txt").read_text().strip() != "",
+                 what="the step's job id")
+        job_id = int((workdir / "id.txt").read_text())
+        sattach = subprocess.Popen(command("sattach") + ["-l", "--input-filter=1", f"{job_id}.0"], cwd=workdir,
+                                   env=cluster.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        assert sattach.stdin is not None
+        sattach.stdin.write("hello from sattach\n")
+        sattach.stdin.close()  # its end is task 1's too (22.05: reference/interactive/INDEX.md)
+        assert srun.stdout.readline() == "1: hello from sattach\n"
+        srun.stdin.write("from srun\n")
+        srun.stdin.flush()
+        assert srun.stdout.readline() == "0: from srun\n"  # task 1 reads no more
+        srun.stdin.close()  # now the tasks' input ends and so does the step
+        assert sattach.stdout is not None and sattach.stderr is not None
+        out, err = sattach.stdout.read(), sattach.stderr.read()  # to their ends: sattach has exited
+        assert sattach.wait(timeout=60) == 0, err
+        assert out.splitlines() == ["1: hello from sattach", "0: from srun"]
+        assert srun.wait(timeout=60) == 0
+    finally:
+        if srun.poll() is None:
+            srun.kill()
+            srun.wait()
