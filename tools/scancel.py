@@ -204,10 +204,23 @@ def main(argv: list[str] | None = None) -> int:
     steps = [spec for spec in opts.job_ids if "." in spec]
     if steps:
         for spec in steps:
-            sys.stderr.write(f"{PROG}: error: Kill job error on job id {spec}: "
-                             "Cancelling a single job step is not supported by plurm\n")
+            # a job that does not exist is named as 22.05 names it; plurm cancels no single step
+            reason = ("Cancelling a single job step is not supported by plurm" if _job_exists(spec)
+                      else "Invalid job id specified")
+            sys.stderr.write(f"{PROG}: error: Kill job error on job step id {spec}: {reason}\n")
         return 1
     return cancel(opts)
+
+
+def _job_exists(spec: str) -> bool:
+    """Whether the controller knows the job of ``JOB[_TASK].STEP`` (True when it cannot say)."""
+    from plurm.wire.client import ClientError, request
+
+    try:
+        reply = request("job_info", {"job_ids": [spec.split(".", 1)[0]], "all_states": True})
+    except ClientError as exc:
+        return "Invalid job id" not in str(exc)
+    return bool(reply.get("jobs"))
 
 
 def request_body(opts: Options) -> dict:

@@ -44,8 +44,6 @@ KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
                                "n[1- into the name n] (exit 0); plurm refuses it, exit 1"),
     "scancel-bad-signal-number": (("stderr",), "plurm refuses a signal number above the system's; "
                                   "Slurm sends it to the controller, which finds no job"),
-    "scancel-missing-job-step": (("stderr",), "plurm cancels whole jobs only: a step id is refused "
-                                 "before the job is looked up"),
     "scontrol-show-job-held-field": (("stdout",), "plurm's controller leaves QOS unset (null) where "
                                      "Slurm's gives the association's default QOS normal"),
     "sbatch-nodes-range": (("stderr",), "--test-only: Slurm's will-run plans -N 1-2 on 2 nodes, "
