@@ -103,6 +103,36 @@ def main() -> None:
     for args in ([f"{job}.77"], ["99999.0"], [job], ["abc"], [], [f"{job}.0", "x"]):
         plain(["sattach", *args])
     subprocess.run(["scancel", job])
+    sattach_stdin(a)
+
+
+def sattach_stdin(a: str) -> None:
+    """sattach's stdin (and its end) to task 1 of a running srun whose own input goes on."""
+    os.makedirs(WORK, exist_ok=True)
+    srun = subprocess.Popen(["srun", a, "-N2", "-n2", "-l", "cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, cwd=WORK)
+    step_job = ""
+    while not step_job:
+        time.sleep(0.5)
+        rows = subprocess.run(["squeue", "-h", "-u", str(os.getuid()), "-o", "%i %j"], capture_output=True,
+                              text=True).stdout.split("\n")
+        step_job = max((r.split()[0] for r in rows if r.endswith(" cat")), key=int, default="")  # ours: the newest
+    time.sleep(2)  # the step's tasks started
+    sattach = subprocess.Popen(["sattach", "-l", "--input-filter=1", f"{step_job}.0"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=WORK)
+    assert sattach.stdin is not None and srun.stdin is not None and srun.stdout is not None
+    sattach.stdin.write("hello from sattach\n")
+    sattach.stdin.close()
+    time.sleep(2)
+    srun.stdin.write("from srun\n")
+    srun.stdin.close()
+    out = srun.stdout.read()
+    print(f"=== sattach -l --input-filter=1 J.0  <<< 'hello from sattach\\n' (then srun's stdin: 'from srun\\n', end)")
+    print(f"rc={sattach.wait()}")
+    print("--- stdout\n" + sattach.stdout.read() + "--- stderr\n" + sattach.stderr.read(), end="")
+    print(f"=== srun {a} -N2 -n2 -l cat  (the same step)")
+    print(f"rc={srun.wait()}")
+    print("--- stdout\n" + out, end="")
 
 
 if __name__ == "__main__":
