@@ -44,6 +44,24 @@ def test_timed_out_job_exit_codes_as_slurm(cluster: Cluster, workdir: Path) -> N
     assert t0 == t1
 
 
+def test_timed_out_job_that_ignores_sigterm_as_slurm(cluster: Cluster, workdir: Path) -> None:
+    # The script traps SIGTERM: SIGKILL KillWait later (10 s here, 30 s on the anchor).
+    (workdir / "stub.sh").write_text('#!/bin/bash\ntrap "echo got TERM" TERM\n'
+                                     'for i in $(seq 3000); do sleep 0.1; done\n')
+    job = str(cluster.sbatch("-t", "5", "stub.sh", cwd=workdir))
+    cluster.wait_state(job, "RUNNING")
+    cluster.run("scontrol", "update", f"jobid={job}", "TimeLimit=0", check=True)
+    cluster.wait_state(job, "TIMEOUT", timeout=60)
+    show = cluster.run("scontrol", "show", "job", job, check=True).stdout
+    keys = ("JobState", "Reason", "ExitCode")
+    assert _fields(show, *keys) == _fields((REF / "timeout_stubborn_scontrol_show_job.txt").read_text(), *keys)
+    ours = cluster.run("sacct", "-j", job, "-P", "-o", "JobID,State,ExitCode,DerivedExitCode", check=True).stdout
+    real = (REF / "timeout_stubborn_jobid.txt").read_text().strip()
+    want = (REF / "timeout_stubborn_sacct.txt").read_text()
+    assert re.sub(rf"^{job}", "J", ours, flags=re.M) == re.sub(rf"^{real}", "J", want, flags=re.M)
+    assert "got TERM" in (workdir / f"slurm-{job}.out").read_text()
+
+
 @pytest.fixture
 def forgetful(tmp_path: Path) -> Iterator[Cluster]:
     """A cluster that forgets ended jobs two seconds after their end (MinJobAge=2)."""

@@ -25,6 +25,15 @@ if [[ $what == timeout || $what == all ]]; then
     sacct -j "$j" -P -o JobID,State,ExitCode,DerivedExitCode > "timeout_${tag}_sacct.txt"
     sacct -X -j "$j" -P -o JobID,State,ExitCode > "timeout_${tag}_sacct_X.txt"
   done
+  echo "$a $b" > timeout_jobids.txt
+  # A script that ignores SIGTERM (-t 1): killed KillWait later, 0:9.
+  printf '#!/bin/bash\ntrap "echo got TERM" TERM\nfor i in $(seq 3000); do sleep 0.1; done\n' > "$WORK/stub.sh"
+  c=$(sbatch --parsable -t 1 -o "$WORK/c.out" "$WORK/stub.sh")
+  while squeue -h -j "$c" | grep -q .; do sleep 5; done
+  sleep 5
+  scontrol show job "$c" > timeout_stubborn_scontrol_show_job.txt
+  sacct -j "$c" -P -o JobID,State,ExitCode,DerivedExitCode > timeout_stubborn_sacct.txt
+  echo "$c" > timeout_stubborn_jobid.txt
 fi
 
 if [[ $what == steps || $what == all ]]; then
