@@ -155,6 +155,7 @@ def parse_args(argv: list[str], environ: dict | None = None) -> Options:
         o.sort = env["SQUEUE_SORT"]
     override_format_env = False
     for key, value in pairs:
+        o.given[key] = value
         if key in ("A", "U"):
             o.accounts = _split(value or "")
         elif key == "h":
@@ -358,7 +359,12 @@ def run_once(opts: Options) -> tuple[list[tuple[str, str]], int]:
             pass
     ctx = Context(now, default_mem, cluster=reply.get("cluster", ""))
     _, errors = build_fields(job_format(opts), opts.format_long)
-    return [("err", "".join(errors)), ("out", format_jobs(reply.get("jobs", []), opts, ctx))], 0
+    shown = [("err", "".join(errors)), ("out", format_jobs(reply.get("jobs", []), opts, ctx))]
+    if opts.verbose:
+        from plurm.tools.squeue_verbose import dump, records_line
+
+        shown[:0] = [("out", dump(opts)), ("out", records_line(reply.get("jobs", []), now))]
+    return shown, 0
 
 
 def _json_once(opts: Options, reply: dict, error: str | None = None) -> tuple[list[tuple[str, str]], int]:

@@ -63,6 +63,7 @@ class Options:
         self.nodes: list[str] = []
         self.verbose = 0
         self.output = None  # --json/--yaml: a plurm.tools.dataparser.emit.Output
+        self.given: dict[str, str | None] = {}  # option key -> its last value as given (-v's dump)
 
 
 # ----------------------------------------------------------------------------- rows

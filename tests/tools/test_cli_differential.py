@@ -33,7 +33,6 @@ CAPTURES = [json.loads(line) for line in (REF / "captures.jsonl").read_text().sp
 
 # id -> (the parts allowed to differ, why).  Parts: "rc", "stdout", "stderr".
 KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
-    "squeue-verbose": (("stdout",), "squeue -v dumps Slurm's C option struct (its field names); plurm has none"),
     "sinfo-states-down": (("stdout",), "Slurm prints an empty row for a partition whose nodes -t filters "
                           "out; plurm prints no row"),
     "sinfo-dashdash": (("stdout",), "captured while other jobs ran on the real cluster (mix n[1-2]): "

@@ -241,3 +241,19 @@ def test_format_all():
     header, line = out.splitlines()
     assert header.startswith("ACCOUNT|TRES_PER_NODE|MIN_CPUS|") and header.endswith("|SCHEDNODES|WORK_DIR")
     assert len(header.split("|")) == len(line.split("|"))
+
+
+def test_verbose_dump_of_set_options():
+    """squeue -v's dump with most options given, as the real 22.05 printed it for
+    ``squeue -v -u daemon,root -t PD,R -p debug -o "%i %j" -S i -j 1,2 -n a,b -w n1 -a -r``."""
+    from plurm.tools.squeue_verbose import dump
+
+    opts = squeue.parse_args(["-v", "-u", "daemon,root", "-t", "PD,R", "-p", "debug", "-o", "%i %j", "-S", "i",
+                              "-j", "1,2", "-n", "a,b", "-w", "n1", "-a", "-r"], environ={})
+    rule = "-----------------------------\n"
+    assert dump(opts) == rule + (
+        "all         = true\narray       = true\nfederation  = false\nformat      = %i %j\n"
+        "iterate     = 0\njob_flag    = 1\njobs        = 1,2\nlicenses    = (null)\nlocal       = false\n"
+        "names       = a,b\nnodes       = n1\npartitions  = debug\npriority    = false\n"
+        "reservation = (null)\nsibling      = false\nsort        = i\nstart_flag  = 0\nstates      = PD,R\n"
+        "step_flag   = 0\nsteps       = (null)\nusers       = daemon,root\nverbose     = 1\n") + rule
