@@ -215,6 +215,7 @@ def _json_once(opts: Options, reply: dict, error: str | None = None) -> tuple[li
     fields, _ = build_fields(opts)
     node_list = reply.get("nodes", [])
     records = build_records(node_list, reply.get("partitions", []), opts, {f.key for f in fields if f.key})
+    records = [r for r in records if r.nodes]  # (the table's node-less partition lines are not nodes)
     records = sort_records(records, opts.sort, opts.node_flag)
     cluster = reply.get("cluster", "")
     errors = emit.load_errors(error, "slurm_load_partitions") if error else None

@@ -53,12 +53,12 @@ def state_number(state: str) -> int:
 
 def state_compact(num: int) -> str:
     """node_state_string_compact, lower-cased as sinfo prints it (%t)."""
-    return _state_string(num, compact=True).lower()
+    return "n/a" if num < 0 else _state_string(num, compact=True).lower()
 
 
 def state_long(num: int) -> str:
     """node_state_string, lower-cased (%T)."""
-    return _state_string(num, compact=False).lower()
+    return "n/a" if num < 0 else _state_string(num, compact=False).lower()
 
 
 def _state_string(num: int, compact: bool) -> str:
@@ -357,6 +357,7 @@ def build_records(nodes: list[dict], partitions: list[dict], opts: Options, lett
         if part.get("hidden") and not opts.all:
             continue
         members = sorted((n for n in _part_node_names(part) if n in by_name), key=lambda n: index[n])
+        count = len(records)
         for name in members:
             node = by_name[name]
             num = state_number(node.get("state", "UNKNOWN"))
@@ -378,6 +379,22 @@ def build_records(nodes: list[dict], partitions: list[dict], opts: Options, lett
                 groups[key] = rec
                 records.append(rec)
             rec.add(node, num)
+        if len(records) == count and not opts.node_flag and letters & {"P", "R"}:
+            # no node of the partition passed the filters: 22.05 still prints the partition
+            # when the format names it, with no nodes and the state n/a (checked: sinfo -t
+            # down, -n n9, -d, -r; -o %N or %a alone print no line)
+            records.append(empty_record(part, part_inx))
     return records
+
+
+NO_STATE = -1  # an empty record's state: sinfo prints n/a
+
+
+def empty_record(part: dict, part_inx: int) -> Record:
+    """A partition's line without nodes: every count and size 0, as 22.05 prints it."""
+    rec = Record(part, part_inx, {}, NO_STATE)
+    for key in ("cpus", "mem", "disk", "weight", "sockets", "cores", "threads", "free_mem", "cpu_load"):
+        rec.min[key] = rec.max[key] = 0
+    return rec
 
 

@@ -33,8 +33,6 @@ CAPTURES = [json.loads(line) for line in (REF / "captures.jsonl").read_text().sp
 
 # id -> (the parts allowed to differ, why).  Parts: "rc", "stdout", "stderr".
 KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
-    "sinfo-states-down": (("stdout",), "Slurm prints an empty row for a partition whose nodes -t filters "
-                          "out; plurm prints no row"),
     "sinfo-dashdash": (("stdout",), "captured while other jobs ran on the real cluster (mix n[1-2]): "
                        "the states are the real cluster's of that moment"),
     "sinfo-nodes-bad": (("rc", "stdout", "stderr"), "Slurm's hostlist parser takes the malformed n[1- "

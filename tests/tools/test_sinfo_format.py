@@ -128,3 +128,22 @@ def test_option_errors():
     assert info.value.text == "sinfo: invalid option -- 'Z'\nTry \"sinfo --help\" for more information\n"
     with pytest.raises(sinfo.Usage):
         sinfo.parse_args(["-a", "-p", "debug"], environ={})
+
+
+def test_a_partition_without_matching_nodes():
+    """22.05 prints a partition none of whose nodes pass the filters as a line of zeros and
+    n/a when the format names the partition (the real sinfo -t down, all nodes up, with
+    this format), and no line when it does not (-o %N, -o %a)."""
+    from plurm.tools.sinfo_records import Options
+    from plurm.tools.sinfofmt import Context, format_sinfo
+
+    nodes = [{"name": "n1", "state": "IDLE", "cpus": 4}]
+    parts = [{"name": "debug", "default": True, "nodes": "n1", "state": "UP", "max_time": None}]
+    opts = Options()
+    opts.states, opts.noheader = [1], True  # down
+    opts.format = "%P|%a|%l|%D|%t|%T|%N|%F|%c|%m|%C|%G|%e|%O|%z|%R|%f|%E|%s|%d|%w|%X"
+    assert format_sinfo(nodes, parts, opts, Context(0.0)) == (
+        "debug*|up|infinite|0|n/a|n/a||0/0/0/0|0|0|0/0/0/0|(null)|0|0.00|0:0:0|debug|(null)|none|1-infinite|0|0|0\n")
+    for fmt in ("%N", "%a"):
+        opts.format = fmt
+        assert format_sinfo(nodes, parts, opts, Context(0.0)) == ""
