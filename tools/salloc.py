@@ -21,9 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     if req is None:
         return done
     options = req.options
-    command = req.command or [environ.get("SHELL", "/bin/sh")]
+    command = req.command
     try:
         conn = Connection()
+        command = command or _default_command(conn, environ)
         spec = build_spec(options, default_name="interactive",  # 22.05: with a command too
                           environ=environ, batch=False, raw_options=req.raw_options)
         job = allocate(conn, spec, "salloc", quiet=bool(options.get("quiet")))
@@ -62,6 +63,30 @@ def main(argv: list[str] | None = None) -> int:
     release(conn, job_id, code)
     conn.close()
     return code
+
+
+def _default_command(conn: object, environ: dict[str, str]) -> list[str]:
+    """No command: the user's shell (22.05 has no SallocDefaultCommand), or with
+    LaunchParameters=use_interactive_step, ``srun`` with InteractiveStepOptions (the shell as a
+    step on the allocation's first node).  22.05's hidden ``--interactive`` makes that step share
+    the allocation's resources; plurm's srun spells it ``--overlap``."""
+    import shlex
+
+    from plurm.wire.client import ClientError
+
+    shell = environ.get("SHELL", "/bin/sh")
+    try:
+        conf = {str(k).lower(): str(v) for k, v in (conn.request("config", {}).get("options") or {}).items()}
+    except ClientError:
+        return [shell]
+    if "use_interactive_step" not in [p.strip().lower() for p in conf.get("launchparameters", "").split(",")]:
+        return [shell]
+    step = conf.get("interactivestepoptions", "--interactive --preserve-env --pty $SHELL")
+    try:
+        words = shlex.split(step.replace("$SHELL", shell))
+    except ValueError:  # an unbalanced quote in slurm.conf: as Slurm, the words as they are
+        words = step.replace("$SHELL", shell).split()
+    return ["srun"] + ["--overlap" if w == "--interactive" else w for w in words]
 
 
 if __name__ == "__main__":

@@ -334,3 +334,16 @@ def test_sattach_sends_its_stdin_and_its_end_to_the_tasks_it_filters(cluster: Cl
         if srun.poll() is None:
             srun.kill()
             srun.wait()
+
+
+def test_salloc_use_interactive_step_runs_the_shell_as_a_step(fresh_cluster: Cluster, workdir: Path) -> None:
+    c = fresh_cluster
+    c.conf.write_text(c.conf.read_text() + "LaunchParameters=use_interactive_step\n")
+    c.run("scontrol", "reconfigure", check=True)
+    env = dict(c.env, SHELL="/bin/sh", PS1="ready> ")  # --preserve-env: the shell's prompt says it runs
+    term = Terminal(Cluster(c.dir, c.conf, env), "salloc", "-N1", cwd=workdir)
+    term.read_until("ready> ")
+    term.send(b"echo step=$SLURM_STEP_ID tty=$(tty); exit 3\n")
+    assert term.wait() == 3
+    text = term.output.decode()
+    assert "step=0 tty=/dev/pts/" in text, text  # the shell is step 0 of the allocation, on a terminal
