@@ -159,7 +159,9 @@ class RawTerminal:
         fd = sys.stdin.fileno()
         if os.isatty(fd):
             self.saved = termios.tcgetattr(fd)
-            tty.setraw(fd)
+            # TCSANOW, not setraw's default TCSAFLUSH: what the user typed ahead (while salloc
+            # or srun waited) is kept and goes to the task.
+            tty.setraw(fd, termios.TCSANOW)
         return self
 
     def __exit__(self, *exc: object) -> None:
