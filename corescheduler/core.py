@@ -270,6 +270,8 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         self._check_access(partition, spec, who)
         if not spec.account:
             spec.account = self.accounts.default_account(spec.user)
+        if not spec.qos:  # as slurmctld: the association's default QOS, which is normal here
+            spec.qos = "normal"
         if self.settings.enforce_associations and not (
                 spec.account and self.accounts.has_association(spec.user, spec.account)):
             raise RequestError("Invalid account or account/partition combination specified", "InvalidAccount")

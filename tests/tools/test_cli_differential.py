@@ -41,8 +41,6 @@ KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
                                "n[1- into the name n] (exit 0); plurm refuses it, exit 1"),
     "scancel-bad-signal-number": (("stderr",), "plurm refuses a signal number above the system's; "
                                   "Slurm sends it to the controller, which finds no job"),
-    "scontrol-show-job-held-field": (("stdout",), "plurm's controller leaves QOS unset (null) where "
-                                     "Slurm's gives the association's default QOS normal"),
     "sbatch-nodes-range": (("stderr",), "--test-only: Slurm's will-run plans -N 1-2 on 2 nodes, "
                            "plurm's on the minimum, 1"),
     "sbatch-nodes-zero": (("stderr",), "--test-only: Slurm's will-run plans -N 0 on no node (0 "
