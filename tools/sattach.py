@@ -11,7 +11,6 @@ exit codes of the error cases are 22.05's (tests/integration/reference/interacti
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
@@ -186,7 +185,9 @@ class Attachment:
         return attached
 
     def _relay(self, nodes: int) -> None:
-        zmq, envelope = self.zmq, _envelope()
+        from plurm.tools.srun_io import step_messages
+
+        zmq = self.zmq
         done = 0
         last_check = time.monotonic()
         poller = zmq.Poller()
@@ -210,31 +211,20 @@ class Attachment:
                     poller.unregister(stdin_fd)
                     stdin_fd = None
             if ready.get(self.sock):
-                while True:
-                    try:
-                        frames = self.sock.recv_multipart(zmq.NOBLOCK)
-                    except zmq.Again:
-                        break
-                    try:
-                        header, raw, _ = envelope.open_envelope(self.auth, frames[2:] if frames[1:2] == [b""]
-                                                                else frames[1:])
-                        body = json.loads(raw)
-                    except (envelope.WireError, ValueError, IndexError):
-                        continue  # not signed with this attachment's key: dropped
-                    kind = header["type"]
-                    if kind == "task_output" and isinstance(body, dict):
+                for peer, kind, body in step_messages(self.sock, self.auth):
+                    if kind == "task_output":
                         self._emit(int(body["task"]), int(body["stream"]),
                                    str(body["data"]).encode("utf-8", "surrogateescape"))
-                    elif kind == "task_exit" and isinstance(body, dict):
+                    elif kind == "task_exit":
                         for stream in (1, 2):
                             if (body.get("task"), stream) in self.partial:
                                 self._emit(int(body["task"]), stream, b"", final=True)
                     elif kind == "node_done":
                         done += 1
-                    elif kind == "stepd_hello" and isinstance(body, dict) and isinstance(body.get("tasks"), list):
-                        self.peers[frames[0]] = [t for t in body["tasks"] if isinstance(t, int)]
+                    elif kind == "stepd_hello" and isinstance(body.get("tasks"), list):
+                        self.peers[peer] = [t for t in body["tasks"] if isinstance(t, int)]
                         for text, eof in self.stdin_sent:
-                            self._to_peer(frames[0], text, eof)
+                            self._to_peer(peer, text, eof)
             now = time.monotonic()
             if now - last_check > 2.0:  # a step whose node died sends no end: ask the controller
                 last_check = now

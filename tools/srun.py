@@ -189,9 +189,9 @@ class Step:
         print("srun: Job step aborted: Waiting up to 32 seconds for job step to finish.", file=sys.stderr)
 
     def relay(self) -> None:
-        import json
+        from plurm.tools.srun_io import step_messages
 
-        zmq, envelope = self.zmq, self.envelope
+        zmq = self.zmq
         key = self.io_auth
         poller = zmq.Poller()
         poller.register(self.sock, zmq.POLLIN)
@@ -220,17 +220,7 @@ class Step:
                     poller.unregister(stdin_fd)
                     stdin_fd = None
             if ready.get(self.sock):
-                while True:
-                    try:
-                        frames = self.sock.recv_multipart(zmq.NOBLOCK)
-                    except zmq.Again:
-                        break
-                    try:
-                        header, raw, _sender = envelope.open_envelope(key, frames[2:] if frames[1] == b"" else frames[1:])
-                    except envelope.WireError:
-                        continue
-                    body = json.loads(raw)
-                    kind = header["type"]
+                for peer, kind, body in step_messages(self.sock, key):
                     if kind == "task_output":
                         self._emit(body["task"], body["stream"], body["data"].encode("utf-8", "surrogateescape"))
                     elif kind == "task_exit":
@@ -241,7 +231,7 @@ class Step:
                     elif kind == "node_done":
                         self.nodes_done += 1
                     elif kind == "stepd_hello" and isinstance(body.get("node_id"), int):
-                        self.peers[body["node_id"]] = frames[0]
+                        self.peers[body["node_id"]] = peer
                         for item in self.pending.pop(body["node_id"], []):
                             self._to_node(body["node_id"], item["kind"], item["body"])
             if self.winch:

@@ -185,3 +185,29 @@ def ranges(tasks: list[int]) -> str:
     if start is not None:
         out.append(str(start) if start == prev else f"{start}-{prev}")
     return ",".join(out)
+
+
+def step_messages(sock: Any, auth: Any) -> list[tuple[bytes, str, dict]]:
+    """What plurmstepd sent on ``sock`` (srun's and sattach's ROUTER), drained without waiting:
+    (the sender's routing id, message type, body) of each message signed with the step's I/O
+    key.  Anything else (not signed with it, not a JSON object, too few frames) is dropped:
+    only the step's own plurmstepd holds the key."""
+    import json
+
+    import zmq
+
+    from plurm.wire import envelope
+
+    messages: list[tuple[bytes, str, dict]] = []
+    while True:
+        try:
+            frames = sock.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return messages
+        try:
+            header, raw, _ = envelope.open_envelope(auth, frames[2:] if frames[1:2] == [b""] else frames[1:])
+            body = json.loads(raw)
+        except (envelope.WireError, ValueError, IndexError):
+            continue
+        if isinstance(body, dict):
+            messages.append((frames[0], str(header["type"]), body))
