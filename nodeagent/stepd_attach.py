@@ -30,15 +30,13 @@ def folder(spool: str, job_id: int, step_id: int) -> str:
 
 
 def post(spool: str, job_id: int, step_id: int, body: dict[str, Any]) -> None:
-    """plurmd's side: one listener, written whole and then renamed (never read half-written)."""
+    """plurmd's side: one listener, written whole and then renamed (its temporary name does
+    not end in .json: plurmstepd never reads it half-written)."""
+    from plurm.nodeagent.jobstate import write_json
+
     where = folder(spool, job_id, step_id)
     os.makedirs(where, mode=0o700, exist_ok=True)
-    name = secrets.token_hex(8)
-    tmp = os.path.join(where, f".{name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(body, f)
-    os.rename(tmp, os.path.join(where, f"{name}.json"))
+    write_json(os.path.join(where, f"{secrets.token_hex(8)}.json"), body)
 
 
 class Listeners:

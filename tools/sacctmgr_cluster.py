@@ -41,7 +41,8 @@ def tres_rows(options: dict[str, str]) -> list[dict]:
     rows = [{"type": t, "name": n, "id": i} for t, n, i in BASE_TRES]
     fixed = {t if not n else f"{t}/{n}" for t, n, _ in BASE_TRES}
     next_id = FIRST_DYNAMIC_ID
-    for entry in (_option(options, "AccountingStorageTRES") or "").split(","):
+    # (the controller's options are keyed by slurm.conf's canonical names: grammar/slurmconf.py)
+    for entry in (options.get("AccountingStorageTRES") or "").split(","):
         entry = entry.strip().lower()
         kind, _, name = entry.partition("/")
         if not entry or entry in fixed or kind not in ("gres", "license", "bb") or not name:
@@ -54,27 +55,24 @@ def tres_rows(options: dict[str, str]) -> list[dict]:
 
 def cluster_rows(reply: dict, control_host: str) -> list[dict]:
     options = reply.get("options", {})
-    port = (_option(options, "SlurmctldPort") or "6817").split("-", 1)[0]
-    return [{"cluster": reply.get("cluster") or _option(options, "ClusterName") or "cluster",
+    port = (options.get("SlurmctldPort") or "6817").split("-", 1)[0]
+    return [{"cluster": reply.get("cluster") or options.get("ClusterName") or "cluster",
              "control_host": control_host, "control_port": port, "rpc": RPC_VERSION, "shares": 1,
              "qos": "normal"}]
 
 
-def matches(row: dict, names: list[str], where: dict[str, str], name_key: str) -> bool:
+# What each entity's `where` accepts (key -> the row's field); anything else is sacctmgr's
+# "Unknown condition".  (name= and names= never get here: sacctmgr.parse makes them names.)
+CONDITIONS = {"tres": {"name": "name", "names": "name", "type": "type", "id": "id", "ids": "id"},
+              "cluster": {"name": "cluster", "names": "cluster", "cluster": "cluster", "clusters": "cluster"}}
+
+
+def matches(row: dict, names: list[str], where: dict[str, str], name_key: str, fields: dict[str, str]) -> bool:
     """sacctmgr's conditions: names (the first word after the entity) and key=value lists."""
     if names and str(row.get(name_key, "")).lower() not in {n.lower() for n in names}:
         return False
-    for key, value in where.items():
-        attr = {"name": "name", "names": "name", "type": "type", "id": "id", "ids": "id",
-                "cluster": "cluster", "clusters": "cluster"}[key.lower()]
-        if str(row.get(attr, "")).lower() not in {v.lower() for v in value.split(",")}:
-            return False
-    return True
-
-
-# What each entity's `where` accepts; anything else is sacctmgr's "Unknown condition".
-CONDITIONS = {"tres": frozenset({"name", "names", "type", "id", "ids"}),
-              "cluster": frozenset({"name", "names", "cluster", "clusters"})}
+    return all(str(row.get(fields[key], "")).lower() in {v.lower() for v in value.split(",")}
+               for key, value in where.items())
 
 
 class UnknownCondition(ValueError):
@@ -96,12 +94,5 @@ def configured_rows(entity: str, names: list[str], where: dict[str, str]) -> tup
         rows, key = tres_rows(reply.get("options", {})), "name"
     else:
         rows, key = cluster_rows(reply, read_settings().host), "cluster"
-    return fmt, [r for r in rows if matches(r, names, where, key)]
+    return fmt, [r for r in rows if matches(r, names, where, key, CONDITIONS[entity])]
 
-
-def _option(options: dict[str, str], key: str) -> str | None:
-    low = key.lower()
-    for name, value in options.items():
-        if name.lower() == low:
-            return value
-    return None
