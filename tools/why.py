@@ -21,23 +21,16 @@ EXPLAIN = {
     "PartitionInactive": "its partition is INACTIVE",
     "JobArrayTaskLimit": "its array already runs as many tasks as its %N throttle allows",
     "QOSMaxJobsPerUserLimit": "its user already runs as many jobs as its QOS's MaxJobsPerUser allows",
+    "NonZeroExitCode": "its batch script exited with a non-zero code (or was killed by a signal)",
+    "TimeLimit": "it ran past its time limit and was stopped (SIGTERM, then SIGKILL after KillWait)",
+    "NodeDown": "a node it ran on failed",
+    "OutOfMemory": "it used more memory than it was given",
     "None": "",
 }
 
 
 def _when(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
-
-
-FINISHED = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
-                      "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"})
-
-EXPLAIN.update({
-    "NonZeroExitCode": "its batch script exited with a non-zero code (or was killed by a signal)",
-    "TimeLimit": "it ran past its time limit and was stopped (SIGTERM, then SIGKILL after KillWait)",
-    "NodeDown": "a node it ran on failed",
-    "OutOfMemory": "it used more memory than it was given",
-})
 
 
 def _records(job_id: str) -> tuple[list[dict], bool]:
@@ -63,6 +56,7 @@ def _records(job_id: str) -> tuple[list[dict], bool]:
 
 def main(job_id: str) -> int:
     from plurm.tools.showfmt import job_exit, job_reason
+    from plurm.wire.model import FINISHED_STATES
     from plurm.wire.client import ClientError
 
     try:
@@ -84,7 +78,7 @@ def main(job_id: str) -> int:
         print(line)
         if from_accounting:
             print("  (from accounting: the controller forgot it MinJobAge after its end)")
-        if state in FINISHED:
+        if state in FINISHED_STATES:
             print(f"  exit code: {job_exit(job)}")
         if job.get("nodes"):
             print(f"  nodes: {','.join(job['nodes'])}")
