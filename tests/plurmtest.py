@@ -138,15 +138,15 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 30.0, what: str = "
 
 
 def free_ports(count: int) -> list[int]:
-    """Ports free on loopback now (for hand-written slurm.conf files)."""
-    import socket
+    """Ports free on loopback now (for hand-written slurm.conf files), below the ephemeral
+    range, so that no outgoing connection takes one while its daemon restarts."""
+    from plurm.tools.localcluster import free_port_block
 
-    socks = [socket.socket() for _ in range(count)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port_block(1)
+        if port not in ports:
+            ports.append(port)
     return ports
 
 

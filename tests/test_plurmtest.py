@@ -1,4 +1,5 @@
-"""The test helpers themselves: waiting for a job's state gives up once it cannot come."""
+"""The test helpers themselves: waiting for a job's state gives up once it cannot come; the
+ports daemons get are outside the kernel's ephemeral range."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from plurmtest import Cluster
+from plurm.tools.localcluster import ephemeral_low, free_port_block
+from plurmtest import Cluster, free_ports
 
 
 def test_wait_state_stops_at_a_different_final_state(cluster: Cluster, workdir: Path) -> None:
@@ -29,3 +31,17 @@ def test_wait_state_still_times_out_on_a_live_job(cluster: Cluster, workdir: Pat
             cluster.wait_state(job_id, "RUNNING", timeout=0.5)
     finally:
         cluster.run("scancel", str(job_id), check=True)
+
+
+def test_daemon_ports_are_below_the_ephemeral_range() -> None:
+    # A port from the ephemeral range can be taken by an outgoing connection while its
+    # daemon restarts (a restarted plurmd once found its SlurmdPort in use).
+    low = ephemeral_low()
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        assert low >= int(f.read().split()[0])
+    ports = free_ports(20)
+    assert len(set(ports)) == 20
+    assert all(10000 <= port < low for port in ports)
+    for _ in range(20):
+        base = free_port_block(6)
+        assert 10000 <= base and base + 6 <= low

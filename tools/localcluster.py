@@ -49,10 +49,29 @@ def controller_names(count: int) -> list[tuple[str, str]]:
     return [(f"ctl{i + 1}", f"127.0.0.{i + 1}") for i in range(count)]
 
 
-def _free_port_block(count: int) -> int:
-    """A base port with ``count`` consecutive ports free on loopback."""
+def ephemeral_low() -> int:
+    """The first port the kernel hands out to outgoing connections and ``bind(port 0)``.
+
+    Daemon ports are picked below it: a port from the ephemeral range that is free now can
+    be taken by any outgoing connection while its daemon is down (a plurmd restarted in a
+    test found its SlurmdPort in use that way)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return max(low, 12000)
+
+
+_LOWEST_PORT = 10000  # above the well-known and most registered services' ports
+
+
+def free_port_block(count: int) -> int:
+    """A base port with ``count`` consecutive ports free on loopback, below the ephemeral
+    range."""
+    top = ephemeral_low() - count
     for _ in range(200):
-        base = random.randrange(20000, 60000 - count)
+        base = random.randrange(_LOWEST_PORT, top)
         sockets = []
         try:
             for port in range(base, base + count):
@@ -133,7 +152,7 @@ class LocalCluster:
                 handle.write(envelope.new_key() + b"\n")
         if os.path.exists(self.conf_path):
             return False
-        text = render_conf(self.dir, shape, _free_port_block(shape.nodes + 2))
+        text = render_conf(self.dir, shape, free_port_block(shape.nodes + 2))
         tmp = self.conf_path + ".tmp"
         with open(tmp, "w") as handle:
             handle.write(text)
