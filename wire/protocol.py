@@ -112,6 +112,11 @@ class StepComplete(Msg):
     step_id: int
     exit_code: int = 0
     exit_signal: int = 0
+    # What plurmstepd reported in its task_exit messages, gathered by srun over the step's
+    # nodes: kernel OOM kills summed; usage as STEP_USAGE_KEYS, the maxima with the node and
+    # the task that had them (sacct MaxRSSNode/MaxRSSTask), the averages over all tasks.
+    oom_kills: int = 0
+    usage: dict[str, Any] = {}
 
 
 class JobComplete(Msg):
@@ -233,6 +238,26 @@ class JobEnded(Msg):
     requeue_held: bool = False  # the node's Prolog failed: back to the queue, held (as Slurm does)
     tres_usage_max: dict[str, str] = {}  # accelerator usage sampled while it ran (sacct TRESUsageIn*)
     tres_usage_ave: dict[str, str] = {}
+    oom_kills: int = 0  # kernel OOM kills in the batch step's cgroup: the job ends OUT_OF_MEMORY
+    usage: dict[str, Any] = {}  # the batch step on this node, keys as STEP_USAGE_KEYS (node: this one)
+
+
+class JobFrozen(Msg, kw_only=True):
+    """plurmd: its freeze policy froze this job (the run ``restarts``); the controller marks it
+    suspended with the cause as its reason until scontrol resume or scancel."""
+
+    node: str
+    job_id: int
+    restarts: int = -1
+    cause: str
+
+
+# The keys of JobEnded.usage and StepComplete.usage (a step's usage, sacct's MaxRSS and the
+# rest): sizes in KiB, times in seconds (floats allowed), *_task a global task rank, *_node a
+# node name (StepComplete only: JobEnded names its node).  Unknown keys are kept and ignored.
+STEP_USAGE_KEYS = ("max_rss_kb", "max_rss_node", "max_rss_task", "ave_rss_kb",
+                   "max_vmsize_kb", "max_vmsize_node", "max_vmsize_task", "ave_vmsize_kb",
+                   "user_cpu_s", "system_cpu_s")
 
 
 class LaunchJob(Msg):
@@ -361,6 +386,7 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "node_register": NodeRegister,
     "node_ping": NodePing,
     "job_ended": JobEnded,
+    "job_frozen": JobFrozen,
     "launch_job": LaunchJob,
     "terminate_job": TerminateJob,
     "signal_job": SignalJob,
