@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from plurm.plugins.types import AccelBackend, AuthTypePlugin, PreemptPlugin, PriorityPlugin
+    from plurm.plugins.types import AccelBackend, AuthTypePlugin, FreezePolicyPlugin, PreemptPlugin, PriorityPlugin
 
 __all__ = ["PROJECT", "ENTRY_POINT_GROUP", "hookimpl", "hookspec"]
 
@@ -110,4 +110,24 @@ def plurm_register_preempt_plugins() -> Iterable[PreemptPlugin]:
     Result: every implementation's records are collected (not firstresult).  A name must
     be unique across all plugins; an unknown ``PreemptType`` is an error listing the valid
     ones.  The policy runs inside the controller's loop: it must not block.
+    """
+
+
+@hookspec
+def plurm_register_freeze_policies() -> Iterable[FreezePolicyPlugin]:
+    """Register freeze policies (``plurm.plugins.types.FreezePolicyPlugin`` records).
+
+    When: once, in plurmd at start-up and on reconfigure, when it builds its policies
+    (``plurm.nodeagent.freezepolicy.Policies.load``).  Each record's factory is called
+    with the parsed plurm.conf (beside slurm.conf) and returns a policy object or None
+    (off).  Every policy that is on then sees each running job's usage samples in plurmd's
+    sampling loop: ``observe(sample)`` returns a ``Verdict`` (freeze the job, with a cause
+    shown as its reason) or None, and ``forget(job_id)`` is called when the job ends or is
+    resumed.  Unlike the hooks above no configuration key selects one: every registered
+    policy that its factory turns on is consulted, before plurm's built-in checks; the
+    first verdict wins.
+
+    Result: every implementation's records are collected (not firstresult).  A name must
+    be unique across all plugins (a duplicate is an error naming the packages).  A policy
+    that raises in ``observe`` is logged and skipped for that sample; it must not block.
     """

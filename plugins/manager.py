@@ -30,7 +30,7 @@ import pluggy
 
 from plurm.plugins import hookspecs
 from plurm.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT
-from plurm.plugins.types import AccelBackend, AuthTypePlugin, PreemptPlugin, PriorityPlugin
+from plurm.plugins.types import AccelBackend, AuthTypePlugin, FreezePolicyPlugin, PreemptPlugin, PriorityPlugin
 
 __all__ = [
     "BUILTIN_PLUGINS", "DuplicatePluginError", "PluginError", "PluginManager",
@@ -81,6 +81,7 @@ class PluginManager:
         self._priority: dict[str, PriorityPlugin] | None = None
         self._preempt: dict[str, PreemptPlugin] | None = None
         self._auth: dict[str, AuthTypePlugin] | None = None
+        self._freeze: dict[str, FreezePolicyPlugin] | None = None
         self._trace = _env_flag("PLURM_TRACE_PLUGINS") if trace is None else trace
         if self._trace:
             self._pm.trace.root.setwriter(lambda msg: log.debug("%s", msg.rstrip()))
@@ -130,6 +131,7 @@ class PluginManager:
         self._accel = None
         self._priority = None
         self._preempt = None
+        self._freeze = None
         return count
 
     def register(self, plugin: object, name: str | None = None,
@@ -145,6 +147,7 @@ class PluginManager:
         self._accel = None
         self._priority = None
         self._preempt = None
+        self._freeze = None
         return registered
 
     def unregister(self, name: str) -> None:
@@ -153,6 +156,7 @@ class PluginManager:
         self._accel = None
         self._priority = None
         self._preempt = None
+        self._freeze = None
 
     def list_plugins(self) -> dict[str, str]:
         """Registered plugin name -> the package that supplied it."""
@@ -237,6 +241,13 @@ class PluginManager:
     def get_auth_type(self, name: str) -> AuthTypePlugin:
         """The plugin that slurm.conf's ``AuthType=auth/NAME`` selects."""
         return _selected(self.get_auth_types(), name, "AuthType", "auth")
+
+    def get_freeze_policies(self) -> dict[str, FreezePolicyPlugin]:
+        """Every registered freeze policy, by name (``plurm_register_freeze_policies``)."""
+        if self._freeze is None:
+            self._freeze = self._named_records("plurm_register_freeze_policies", FreezePolicyPlugin,
+                                               "freeze policy")
+        return self._freeze
 
     def get_priority_plugin(self, name: str) -> PriorityPlugin:
         """The plugin that slurm.conf's ``PriorityType=priority/NAME`` selects."""

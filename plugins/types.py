@@ -12,9 +12,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Protocol, Union
 
-__all__ = ["AccelBackend", "AuthTypePlugin", "PreemptPlugin", "PriorityPlugin", "Ref", "callable_path", "resolve"]
+__all__ = ["AccelBackend", "AuthTypePlugin", "FreezePolicy", "FreezePolicyPlugin", "PreemptPlugin", "PriorityPlugin",
+           "Ref", "callable_path", "resolve"]
 
 # A callable, or "module:qualname" naming one.
 Ref = Union[str, Callable[..., Any]]
@@ -129,6 +130,41 @@ class AuthTypePlugin:
 
     name: str
     factory: Ref
+    description: str = ""
+    package: str = field(default="", compare=False)
+
+
+class FreezePolicy(Protocol):
+    """What a freeze policy object does (the object a ``FreezePolicyPlugin`` factory returns).
+
+    ``sample`` is a ``plurm.nodeagent.freezepolicy.Sample`` and the verdict a
+    ``plurm.nodeagent.freezepolicy.Verdict`` (named as strings: the plugin API sits below
+    the node agent).  Both methods run in plurmd's sampling loop: they must not block.
+    """
+
+    def observe(self, sample: Any) -> Any:
+        """A ``Verdict`` to act on the job now, or None."""
+
+    def forget(self, job_id: int) -> None:
+        """Drop what is kept for the job (it ended, or it was resumed)."""
+
+
+@dataclass(frozen=True)
+class FreezePolicyPlugin:
+    """A freeze policy, as returned by ``plurm_register_freeze_policies``.
+
+    name:    unique, in logs and in the verdicts' ``policy`` (``memory``, ``device`` are the
+             built-in checks' names and may not be taken)
+    factory: called once in plurmd with the parsed plurm.conf
+             (``plurm.grammar.plurmconf.PlurmConf``); returns a ``FreezePolicy`` object, or
+             None when the site's plurm.conf leaves the policy off.  A bad value is reported
+             by raising ``conf.error(key, message)`` (a ``ConfError`` naming file and line).
+    keys:    the plurm.conf keys the policy reads, so they are not reported as unknown
+    """
+
+    name: str
+    factory: Ref
+    keys: tuple[str, ...] = ()
     description: str = ""
     package: str = field(default="", compare=False)
 
