@@ -55,7 +55,7 @@ NODE_PREFIX = b"node:"
 BATCH_LIMIT = 512
 TICK_S = 0.5
 # Messages only these senders may send (node daemons reporting).
-NODE_MESSAGES = frozenset({"node_register", "node_ping", "job_ended"})
+NODE_MESSAGES = frozenset({"node_register", "node_ping", "job_ended", "job_frozen"})
 # slurm.conf keys a reconfigure does not apply (Slurm asks for the daemons' restart too).
 RESTART_KEYS = ("SlurmctldHost", "SlurmctldPort", "SlurmdPort", "AuthType", "StateSaveLocation",
                 "SlurmUser", "ClusterName")
@@ -127,6 +127,7 @@ class Controller(FailoverShell):
             "node_register": self.on_node_register,
             "node_ping": self.on_node_ping,
             "job_ended": self.on_job_ended,
+            "job_frozen": self.on_job_frozen,
         }
         if self.core is None:
             log.info("plurmctld (%s, %s) listening on %s:%s (%s): standing by", self.endpoint.name,
@@ -434,6 +435,14 @@ class Controller(FailoverShell):
 
     def on_job_ended(self, header: dict, msg: protocol.JobEnded, ident: bytes) -> Any:
         self.service.job_ended(self._node_of(ident, msg.node), msg, time.time())
+        return None
+
+    def on_job_frozen(self, header: dict, msg: protocol.JobFrozen, ident: bytes) -> Any:
+        name = self._node_of(ident, msg.node)
+        try:
+            self.service.job_frozen(name, msg, time.time())
+        except RequestError as exc:  # a node is not answered (as for its other reports): logged
+            self.log_limit.warning("job_frozen", "job_frozen from node %s refused: %s", name, exc)
         return None
 
     # ------------------------------------------------------------------ handlers: node administration

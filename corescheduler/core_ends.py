@@ -16,8 +16,34 @@ from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.identity import Identity
 from plurm.wire import model
 from plurm.wire.model import Job, Node, StepRecord
+from plurm.wire.protocol import STEP_USAGE_KEYS
 
 log = logging.getLogger("plurmctld")
+
+# What Slurm 22.05 records for a job or step the kernel OOM-killed: its SIG_OOM status (253),
+# which sacct and scontrol show as signal 125 (253 & 0x7f) with exit code 0.
+OOM_EXIT = (0, 125)
+_USAGE_NODES = ("max_rss_node", "max_vmsize_node")
+
+
+def step_usage(usage: dict[str, Any] | None, node: str | None = None) -> dict[str, Any]:
+    """A node's or srun's usage report (protocol.STEP_USAGE_KEYS) as a step keeps it: only the
+    known keys, numbers as numbers and node names as short strings (the figures come from a
+    node daemon or from the job's own srun: kept, never trusted to be well formed);
+    ``node`` fills in the *_node keys a node's own report leaves out."""
+    out: dict[str, Any] = {}
+    for key, value in (usage or {}).items():
+        if key not in STEP_USAGE_KEYS:
+            continue
+        if key in _USAGE_NODES:
+            if isinstance(value, str) and value:
+                out[key] = value[:256]
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 2 ** 63:
+            out[key] = value
+    if out and node:
+        for key in _USAGE_NODES:
+            out.setdefault(key, node)
+    return out
 
 
 class JobEnds:
@@ -44,12 +70,15 @@ class JobEnds:
     def job_ended(self, job_id: int, exit_code: int, exit_signal: int, end_time: float | None, now: float,
                   timed_out: bool = False, usage_max: dict[str, str] | None = None,
                   usage_ave: dict[str, str] | None = None, launch_failed: bool = False,
-                  requeue_held: bool = False, restarts: int = -1, node: str | None = None) -> list[Outgoing]:
+                  requeue_held: bool = False, restarts: int = -1, node: str | None = None,
+                  oom_kills: int = 0, usage: dict[str, Any] | None = None) -> list[Outgoing]:
         """A batch script's end, from ``node`` (None: not said), of the run ``restarts`` (-1:
         not said).  The end of another run than the job's current one, or from another node
         than its batch host (a copy left on a node that failed and came back), is
         acknowledged by the service layer and otherwise ignored, as Slurm's "Batch completion
-        for JobId=N sent from wrong node"."""
+        for JobId=N sent from wrong node".  ``oom_kills``: the kernel killed processes of the
+        batch step for memory (its cgroup's limit): the job ends OUT_OF_MEMORY, as Slurm's
+        task/cgroup makes it; ``usage``: the batch step's (MaxRSS, TotalCPU, ...)."""
         self._at(now)
         job = self.jobs.get(job_id)
         if job is None or (job.state in model.FINISHED_STATES and not job.completing):
@@ -73,6 +102,10 @@ class JobEnds:
             state = job.cancel_state
         elif timed_out:
             state = model.TIMEOUT
+        elif oom_kills > 0:
+            state = model.OUT_OF_MEMORY
+            exit_code, exit_signal = OOM_EXIT
+            log.info("job %s: %d oom-kill event(s) in its batch step: OUT_OF_MEMORY", job_id, oom_kills)
         elif exit_signal or exit_code:
             state = model.FAILED
         else:
@@ -82,11 +115,15 @@ class JobEnds:
             step.end_time = end
             step.exit_code, step.exit_signal = exit_code, exit_signal
             step.tres_usage_max, step.tres_usage_ave = dict(usage_max or {}), dict(usage_ave or {})
+            step.usage = step_usage(usage, node or (job.nodes[0] if job.nodes else None))
             # A launch that failed (its files could not be opened): Slurm's .batch step is CANCELLED;
             # so is a timed-out job's (22.05: the job TIMEOUT 0:15, its .batch step CANCELLED 0:15).
-            step.state = model.CANCELLED if state in (model.CANCELLED, model.PREEMPTED, model.TIMEOUT, "REQUEUE") \
-                or launch_failed \
-                else (model.FAILED if exit_code or exit_signal else model.COMPLETED)
+            if state in (model.CANCELLED, model.PREEMPTED, model.TIMEOUT, "REQUEUE") or launch_failed:
+                step.state = model.CANCELLED
+            elif state == model.OUT_OF_MEMORY:
+                step.state = model.OUT_OF_MEMORY
+            else:
+                step.state = model.FAILED if exit_code or exit_signal else model.COMPLETED
             self._save_step(step)
         if state == "REQUEUE":
             self._requeue(job, end)
@@ -108,6 +145,7 @@ class JobEnds:
         job.exit_code, job.exit_signal = exit_code, exit_signal
         if job.start_time is None:
             job.start_time = end if state != model.CANCELLED else None
+        job.frozen = ""  # (its reason keeps the cause: scontrol and sacct show why it stopped)
         if job.suspend_time is not None:  # suspended: only its memory was still held
             self.scheduler.release(job, cpus_and_gres=False)
             job.suspend_time = None
@@ -133,13 +171,18 @@ class JobEnds:
         return []
 
     def allocation_complete(self, job_id: int, who: Identity, exit_code: int, exit_signal: int,
-                            now: float) -> list[Outgoing]:
-        """srun/salloc report the end of the allocation they hold (no batch script)."""
+                            now: float, oom_kills: int = 0) -> list[Outgoing]:
+        """srun/salloc report the end of the allocation they hold (no batch script); srun's
+        ``oom_kills``: its step was OOM-killed, and so the job is OUT_OF_MEMORY (Slurm's)."""
         self._at(now)
         job = self.owned_job(job_id, who)
         if job.state != model.RUNNING:
             return []
-        state = model.FAILED if exit_code or exit_signal else model.COMPLETED
+        if oom_kills > 0:
+            state = model.OUT_OF_MEMORY
+            exit_code, exit_signal = OOM_EXIT
+        else:
+            state = model.FAILED if exit_code or exit_signal else model.COMPLETED
         out = self._finish(job, state, now, exit_code, exit_signal)
         return out + [Outgoing(n, "terminate_job", self.terminate_body(job)) for n in job.nodes]
 

@@ -26,6 +26,7 @@ import msgspec
 
 from plurm.corescheduler import effects as fx
 from plurm.corescheduler.effects import Outgoing
+from plurm.corescheduler.core_ends import OOM_EXIT, step_usage
 from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.identity import Identity
 from plurm.corescheduler.scheduler import REASON_BEGIN_TIME
@@ -99,16 +100,24 @@ class NodeEvents:
         return {"job_id": job_id, "step_id": step_id, "nodes": names, "tasks": tasks, "addrs": addrs,
                 "cpus_per_task": cpt}
 
-    def step_complete(self, job_id: int, step_id: int, exit_code: int, exit_signal: int, now: float) -> None:
+    def step_complete(self, job_id: int, step_id: int, exit_code: int, exit_signal: int, now: float,
+                      oom_kills: int = 0, usage: dict[str, Any] | None = None) -> None:
+        """srun's report of its step's end: the worst task's status, the kernel's OOM kills
+        on the step's nodes (the step is OUT_OF_MEMORY, 0:125, as Slurm records it) and
+        its usage (sacct MaxRSS, TotalCPU, ...)."""
         self._at(now)
         step = self.steps.pop((job_id, str(step_id)), None)
         if step is None:
             return
         step.end_time = now
         step.exit_code, step.exit_signal = exit_code, exit_signal
+        step.usage = step_usage(usage, step.nodes[0] if len(step.nodes) == 1 else None)
         job = self.jobs.get(job_id)
         if job is not None and job.cancel_state:
             step.state = job.cancel_state
+        elif oom_kills > 0:
+            step.state = model.OUT_OF_MEMORY
+            step.exit_code, step.exit_signal = OOM_EXIT
         else:
             step.state = model.FAILED if exit_code or exit_signal else model.COMPLETED
         self._save_step(step)

@@ -157,6 +157,7 @@ class Preemption:
         job.suspend_time = None
         job.preempted_by = None
         job.reason = "None"
+        job.frozen = ""  # (a frozen job: resumed by scontrol resume; its node thaws it)
         if job.priority == 0:  # (scontrol suspend zeroed it, as Slurm does)
             job.priority = self.priority_policy.priority(job, now, self.shape)
         self._save(job)
@@ -171,6 +172,7 @@ class Preemption:
             job.suspend_time = None
         else:
             self.scheduler.release(job)
+        job.frozen = ""
         for name in job.nodes:
             self.nodes[name].last_busy_time = now
         if job.start_time is not None:  # the run that ends here: sacct -D shows it as REQUEUED

@@ -18,6 +18,11 @@ A mixin of ``ClusterCore`` (corescheduler/core.py), pure in the same way: the cl
   memory stays allocated, and the time does not count against its time limit.  Its
   priority is 0 while suspended (Slurm's mark of a manual suspension), so the scheduler
   never resumes it by itself as it does a job that preemption suspended.
+- **frozen** (a node's freeze policy, nodeagent/freezepolicy.py, froze the job's cgroup and
+  sent ``job_frozen``): the job is suspended as scontrol suspend leaves it (priority 0, its
+  memory kept, its CPUs and GRES free), its other nodes are told to stop it too, and its
+  reason is ``Frozen(<cause>)`` (squeue %r and NODELIST(REASON), scontrol Reason=, the
+  job's events) until ``scontrol resume`` continues it or ``scancel`` ends it.
 """
 
 from __future__ import annotations
@@ -45,6 +50,13 @@ NOT_SUSPENDED = "Job is not suspended"  # ESLURM_JOB_NOT_SUSPENDED
 NODES_BUSY = "Requested nodes are busy"  # ESLURM_NODES_BUSY
 
 SIGCONT, SIGSTOP, SIGTSTP = 18, 19, 20
+FROZEN_REASON = "Frozen({})"  # a frozen job's Reason, with the policy's cause
+MAX_CAUSE = 200  # (a cause is shown in squeue and logged: bounded, one printable line)
+
+
+def frozen_cause(cause: str) -> str:
+    """A policy's cause as the job keeps it: one printable line, bounded."""
+    return "".join(c if c.isprintable() else " " for c in cause).strip()[:MAX_CAUSE] or "freeze policy"
 
 
 class JobControl:
@@ -129,6 +141,38 @@ class JobControl:
         log.info("job %s suspended", job.job_id)
         return [Outgoing(n, "signal_job", {"job_id": job.job_id, "signal": signum, "scope": "all"})
                 for signum in (SIGTSTP, SIGSTOP) for n in job.nodes]
+
+    def job_frozen(self, job_id: int, node: str, restarts: int, cause: str, now: float) -> list[Outgoing]:
+        """``node``'s freeze policy froze its part of the job (the run ``restarts``, -1: not
+        said).  Refused (RequestError, nothing changed) when the job does not run there."""
+        self._at(now)
+        job = self.jobs.get(job_id)
+        if job is None or job.state not in (model.RUNNING, model.SUSPENDED) or job.completing \
+                or node not in job.nodes or (restarts >= 0 and restarts != job.restarts):
+            where = ",".join(job.nodes) if job is not None and job.nodes else "no node"
+            state = job.state if job is not None else "unknown"
+            raise RequestError(f"job {job_id} (run {restarts}) does not run on node {node} "
+                               f"({state}, run {job.restarts if job is not None else '?'} on {where})",
+                               "JobNotOnNode")
+        text = frozen_cause(cause)
+        if job.frozen == text and job.state == model.SUSPENDED:
+            return []  # a resent report
+        log.warning("job %s frozen by node %s's freeze policy: %s (scontrol resume or scancel)", job_id, node, text)
+        job.frozen = text
+        job.reason = FROZEN_REASON.format(text)
+        job.priority = 0  # an operator's to resume, never the scheduler's (as scontrol suspend)
+        job.preempted_by = None
+        out: list[Outgoing] = []
+        if job.state == model.RUNNING:
+            self.scheduler.release(job, memory=False)  # as scontrol suspend: its memory stays
+            job.state = model.SUSPENDED
+            job.suspend_time = now
+            self.need_schedule = True
+            # The other nodes of the job: stopped too, as a suspend stops them.
+            out = [Outgoing(n, "signal_job", {"job_id": job.job_id, "signal": signum, "scope": "all"})
+                   for signum in (SIGTSTP, SIGSTOP) for n in job.nodes if n != node]
+        self._save(job)
+        return out
 
     def resume_job(self, job: Job, now: float) -> list[Outgoing]:
         """scontrol resume (an Operator+'s): the job runs on, its end time later by the time

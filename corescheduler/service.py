@@ -221,7 +221,8 @@ class Service:
                                        for error, tasks in ordered]}
 
     def job_complete(self, msg: protocol.JobComplete, who: Identity, now: float) -> dict[str, Any]:
-        self._send(self.core.allocation_complete(msg.job_id, who, msg.exit_code, msg.exit_signal, now))
+        self._send(self.core.allocation_complete(msg.job_id, who, msg.exit_code, msg.exit_signal, now,
+                                                 msg.oom_kills))
         return {"ok": True}
 
     # ------------------------------------------------------------------ steps
@@ -245,7 +246,8 @@ class Service:
         job = self.core.jobs.get(msg.job_id)
         if job is not None:
             self.core.check_owner(job, who)
-        self.core.step_complete(msg.job_id, msg.step_id, msg.exit_code, msg.exit_signal, now)
+        self.core.step_complete(msg.job_id, msg.step_id, msg.exit_code, msg.exit_signal, now, msg.oom_kills,
+                                msg.usage)
         return {"ok": True}
 
     # ------------------------------------------------------------------ nodes
@@ -279,9 +281,14 @@ class Service:
     def job_ended(self, name: str, msg: protocol.JobEnded, now: float) -> None:
         self._send(self.core.job_ended(msg.job_id, msg.exit_code, msg.exit_signal, msg.end_time, now,
                                        msg.timed_out, msg.tres_usage_max, msg.tres_usage_ave, msg.launch_failed,
-                                       msg.requeue_held, msg.restarts, name))
+                                       msg.requeue_held, msg.restarts, name, msg.oom_kills, msg.usage))
         # Acknowledged even when ignored (another run's end): the node may forget it.
         self._send([Outgoing(name, "job_ended_ack", {"job_id": msg.job_id, "restarts": msg.restarts})])
+
+    def job_frozen(self, name: str, msg: protocol.JobFrozen, now: float) -> None:
+        """Node ``name``'s freeze policy froze a job (core_requeue.job_frozen); a RequestError
+        (JobNotOnNode) if the job does not run there."""
+        self._send(self.core.job_frozen(msg.job_id, name, msg.restarts, msg.cause, now))
 
     # ------------------------------------------------------------------ priorities and associations
     def priority_factors(self, msg: protocol.PriorityFactorsRequest, priority_type: str,

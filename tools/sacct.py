@@ -4,8 +4,9 @@ Supported: the default layout, ``-j`` (jobs, array tasks ``12_3``, steps ``12.ba
 ``-o/--format`` (``field%width``), ``-b``, ``-l``, ``-P``, ``-p``, ``--delimiter``, ``-n``,
 ``-X``, ``-S``/``-E`` (Slurm's time forms), ``-a``, ``-u``, ``-s``, ``-r``, ``--name``,
 ``-e/--helpformat``, ``-D`` (a requeued job's earlier runs, as REQUEUED records before its latest),
+``--units`` and ``--noconvert`` (the sizes of a step's usage, tools/sacctusage.py),
 ``--help``, ``--usage``, ``-V``.  Accepted and ignored: ``-T``,
-``-L``, ``-M``, ``--local``, ``--federation``, ``--noconvert``, ``--units``, ``-v``.
+``-L``, ``-M``, ``--local``, ``--federation``, ``-v``.
 
 Start-up budget: stdlib only on the way to the request (json reply, no msgspec).
 """
@@ -150,6 +151,8 @@ class Options:
         self.action: str | None = None  # help | usage | version | helpformat
         self.output = None  # --json/--yaml: a plurm.tools.dataparser.emit.Output
         self.argv: list[str] = []  # the command line, for --json's meta
+        self.units: str | None = None  # --units=[KMGTP]: every size in that unit
+        self.noconvert = False  # --noconvert: sizes in bytes
 
 
 def _split(value: str) -> list[str]:
@@ -211,6 +214,10 @@ def parse_args(argv: list[str]) -> Options:
             # the unit's first letter, either case (22.05.8: --units=k and MB pass)
             raise UsageError(f"{PROG}: error: Invalid unit type '{value[:1]}'. Possible "
                              f"options are 'KMGTP'\n{PROG}: fatal: Invalid unit type")
+        elif key == "units":
+            opts.units = value[:1].upper()
+        elif key == "noconvert":
+            opts.noconvert = True
         elif key in ("json", "yaml"):
             from plurm.tools.dataparser.emit import OutputError, parse as parse_output
 
@@ -379,7 +386,7 @@ def select_rows(reply: dict, opts: Options, now: float) -> list[dict[str, str]]:
     # As Slurm's: by submit time (a requeued job's is its requeue's), then job id.
     jobs = sorted(jobs, key=lambda j: (j.get("submit_time") or 0.0, j["job_id"]))
     return sacctfmt.acct_rows(jobs, steps, now, reply.get("cluster", ""), opts.allocations, step_filter,
-                              duplicates=opts.duplicates)
+                              duplicates=opts.duplicates, units=opts.units, noconvert=opts.noconvert)
 
 
 # Slurm 22.05's text, byte for byte (trailing blanks and tabs included).

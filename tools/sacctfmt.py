@@ -282,7 +282,8 @@ _STEP_ENERGY = ("TRESUsageInAve", "TRESUsageInMax", "TRESUsageInMaxNode", "TRESU
                 "TRESUsageOutMin", "TRESUsageOutMinNode", "TRESUsageOutMinTask", "TRESUsageOutTot")
 
 
-def acct_step_row(step: dict, job: dict, now: float, cluster: str) -> dict[str, str]:
+def acct_step_row(step: dict, job: dict, now: float, cluster: str, units: str | None = None,
+                  noconvert: bool = False) -> dict[str, str]:
     spec = job_spec(job)
     state = step.get("state", "RUNNING")
     start = step.get("start_time", 0.0)
@@ -330,15 +331,21 @@ def acct_step_row(step: dict, job: dict, now: float, cluster: str) -> dict[str, 
         if usage:
             parts = [p for p in row[key].split(",") if p] + [f"{k}={v}" for k, v in sorted(usage.items())]
             row[key] = ",".join(parts)
+    if step.get("usage"):  # measured by the node (cgroups, /proc): MaxRSS, TotalCPU, ... (sacctusage.py)
+        from plurm.tools.sacctusage import StepUsage
+
+        StepUsage(step, units, noconvert).apply(row)
     return row
 
 
 def acct_rows(jobs: list[dict], steps: list[dict], now: float, cluster: str, allocations: bool = False,
               step_filter: dict[int, set[str]] | None = None,
-              def_mem_per_cpu: int | None = None, duplicates: bool = False) -> list[dict[str, str]]:
+              def_mem_per_cpu: int | None = None, duplicates: bool = False, units: str | None = None,
+              noconvert: bool = False) -> list[dict[str, str]]:
     """Job lines, each followed by its steps (batch first, then 0, 1, ...) unless -X.  With
     ``duplicates`` (sacct -D) a requeued job's earlier runs come first, as REQUEUED records
-    (without their steps: the store keeps a job's latest steps only)."""
+    (without their steps: the store keeps a job's latest steps only).  ``units`` and
+    ``noconvert``: sacct's --units and --noconvert, for the sizes a step's usage has."""
     by_job: dict[int, list[dict]] = {}
     for step in steps:
         by_job.setdefault(step["job_id"], []).append(step)
@@ -374,11 +381,15 @@ def acct_rows(jobs: list[dict], steps: list[dict], now: float, cluster: str, all
                     group.append(dict(acct_step_row(batch, earlier, now, cluster), ExitCode=""))
                 groups.append(((earlier["submit_time"], job["job_id"], k), group))
             rows.append(acct_job_row(job, now, cluster, def_mem_per_cpu))
+            if any(st.get("usage") for st in by_job.get(job["job_id"], [])):  # TotalCPU...: its steps' sum
+                from plurm.tools.sacctusage import job_cpu_cells
+
+                rows[-1].update(job_cpu_cells(by_job[job["job_id"]]))
         if not allocations:
             for step in sorted(by_job.get(job["job_id"], []), key=step_key):
                 if wanted_steps is not None and step["step_id"] not in wanted_steps:
                     continue
-                row = acct_step_row(step, job, now, cluster)
+                row = acct_step_row(step, job, now, cluster, units, noconvert)
                 if job.get("state") == "NODE_FAIL" and step.get("state") == "CANCELLED":
                     row["ExitCode"] = ""  # (killed with its node: no exit code, as Slurm)
                 rows.append(row)

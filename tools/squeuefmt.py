@@ -209,9 +209,16 @@ def _min_memory(job: dict, ctx: Context) -> str:
 
 
 def _reason_list(job: dict, ctx: Context) -> tuple[str, bool]:
+    """%R: a pending or failed job's reason (squeue 22.05 also gives the out-of-memory
+    ones theirs), else its nodes; a job a node's freeze policy froze shows why, so that
+    its owner sees it in squeue's default output (plurm's: Slurm has no freeze)."""
     state = job_state(job)
-    if state in ("PENDING", "TIMEOUT", "FAILED"):
-        return f"({job.get('reason', 'None')})", True
+    if state in ("PENDING", "TIMEOUT", "FAILED", "OUT_OF_MEMORY", "DEADLINE") or \
+            (state == "SUSPENDED" and job.get("frozen")):
+        reason = job.get("reason", "None")
+        if state == "OUT_OF_MEMORY" and reason == "None":
+            reason = "OutOfMemory"  # (Slurm's FAIL_OOM)
+        return f"({reason})", True
     return compress(job.get("nodes") or []), False
 
 

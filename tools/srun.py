@@ -19,6 +19,7 @@ from typing import Any
 
 from plurm.wire.client import ClientError, Connection
 from plurm.tools.srun_io import IoPlan, ranges
+from plurm.tools.srun_usage import StepUsage
 
 
 class Step:
@@ -52,6 +53,7 @@ class Step:
         harden(self.sock)
         self.port = self.sock.bind_to_random_port("tcp://0.0.0.0")
         self.exits: dict[int, tuple[int, int]] = {}
+        self.usage = StepUsage()  # the nodes' OOM kills and usage, from their task_exit messages
         self.nodes_done = 0
         self.partial: dict[tuple[int, int], bytes] = {}
         self.task_node: dict[int, str] = {}
@@ -228,6 +230,7 @@ class Step:
                             if (body["task"], stream) in self.partial:
                                 self._emit(body["task"], stream, b"", final=True)
                         self.exits[body["task"]] = (body["exit_code"], body["signal"])
+                        self.usage.add(self.task_node.get(body["task"], "?"), body["task"], body)
                     elif kind == "node_done":
                         self.nodes_done += 1
                     elif kind == "stepd_hello" and isinstance(body.get("node_id"), int):
@@ -271,6 +274,10 @@ class Step:
         for task in range(self.ntasks):
             code, sig = self.exits.get(task, (0, signal.SIGKILL))
             if self.aborted_at is not None:  # 22.05 reports no task of an aborted step
+                worst_sig = worst_sig or sig
+            elif sig and self.usage.oom_node(self.task_node.get(task, "?")):
+                # Killed on a node where the kernel OOM-killed in the step's cgroup: 22.05's words.
+                print(f"srun: error: {self.task_node.get(task, '?')}: task {task}: Out Of Memory", file=sys.stderr)
                 worst_sig = worst_sig or sig
             elif sig:
                 print(f"srun: error: {self.task_node.get(task, '?')}: task {task}: "
@@ -398,12 +405,19 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, previous)
         step.close()
         io.close()
+        oom_kills = step.usage.oom_kills()
         try:
             conn.request("step_complete", {"job_id": job_id, "step_id": step_info["step_id"], "exit_code": code,
-                                           "exit_signal": sig})
+                                           "exit_signal": sig, "oom_kills": oom_kills,
+                                           "usage": step.usage.summary()})
         except ClientError:
             pass
-        if own_allocation:
+        if own_allocation and oom_kills:  # the job ends OUT_OF_MEMORY with its step
+            try:
+                conn.request("job_complete", {"job_id": job_id, "exit_code": code, "oom_kills": oom_kills})
+            except ClientError:
+                pass
+        elif own_allocation:
             release(conn, job_id, code)
         conn.close()
     return 128 + sig if sig and not code else code

@@ -179,6 +179,7 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     preempted_by: int | None = None  # the job it was suspended for
     planned_start: float | None = None  # backfill's reservation for a pending job (squeue --start)
     priority_set: bool = False  # set by an administrator (scontrol update Priority=): kept as is
+    frozen: str = ""  # why a node's freeze policy froze it (suspended until resumed); "": not frozen
     # Transition log: (time, state, reason) whenever either changed ("why is my job in this state?").
     events: list[tuple[float, str, str]] = []
 
@@ -200,6 +201,9 @@ class StepRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     # Sampled usage as sacct's TRESUsageInMax/TRESUsageInAve: {"gres/gpuutil": "37", "gres/gpumem": "1024M"}
     tres_usage_max: dict[str, str] = {}
     tres_usage_ave: dict[str, str] = {}
+    # Measured usage (sacct MaxRSS, AveRSS, MaxVMSize, TotalCPU, ...): protocol.STEP_USAGE_KEYS,
+    # sizes in KiB, CPU times in seconds, the maxima with the node and task that had them.
+    usage: dict[str, Any] = {}
 
 
 class Node(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -125,6 +125,7 @@ class JobComplete(Msg):
     job_id: int
     exit_code: int = 0
     exit_signal: int = 0
+    oom_kills: int = 0  # srun: its step was OOM-killed (the job ends OUT_OF_MEMORY)
 
 
 class AcctQuery(Msg):
