@@ -178,7 +178,8 @@ def size_text(n: float) -> str:
     for unit, scale in (("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if n >= scale:
             value = n / scale
-            return f"{value:.0f}{unit}" if value >= 10 or value == int(value) else f"{value:.1f}{unit}"
+            text = f"{value:.0f}" if value >= 10 else f"{value:.1f}".removesuffix(".0")
+            return text + unit
     return f"{n:.0f}"
 
 

@@ -111,6 +111,15 @@ def test_a_sustained_leak_freezes_after_one_window(tmp_path):
     assert verdict.cause == "memory grew 2M/s for 60s to 130M" and verdict.policy == "memory"
 
 
+def test_a_leak_seen_at_the_default_sampling_interval_with_jitter(tmp_path):
+    # JobAcctGatherFrequency=30 and the default 120 s window: five samples span it.
+    policies = load(tmp_path, "FreezePolicy=memory\nFreezeMemoryGrowth=1M\n")
+    jitter = [0.1, 0.4, 0.0, 0.3, 0.2]
+    stream = [sample(30 * i + jitter[i % 5], 10 * M + 2 * M * 30 * i, limit=None) for i in range(12)]
+    at, verdict = feed(policies, stream)[0]
+    assert at == 120.2 and verdict.cause == "memory grew 2M/s for 120s to 250M"
+
+
 def test_a_leak_slower_than_the_rate_is_no_anomaly(tmp_path):
     policies = load(tmp_path, GROWTH)
     assert feed(policies, [sample(t, 10 * M + M * t // 2, limit=None) for t in range(0, 600, 5)]) == []
