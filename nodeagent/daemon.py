@@ -20,6 +20,11 @@ old copy of a requeued job from the current one.
 It also binds a ROUTER on the node's Port for srun: each step's tasks run
 under a plurmstepd process (nodeagent/stepd.py), like Slurm's slurmstepd,
 so that a misbehaving step cannot take plurmd down.
+
+Jobs are confined (cgroups, nodeagent/confinement.py) where slurm.conf and the host allow:
+each job's processes are in its cgroup from their start, and the job's end kills all of
+them; otherwise they run in process groups, unconfined.  Usage is sampled on the loop
+(nodeagent/sampling.py), which also runs the freeze policy.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ from plurm.wire import auth, authtype, envelope, protocol, stepcred
 from plurm.wire.client import daemon_uids, key_path_for
 from plurm.wire.hardening import bind_address, guard, guarded_router
 from plurm.common import environment
-from plurm.nodeagent import jobstate, launch
+from plurm.nodeagent import jobstate, launch, sampling
+from plurm.nodeagent.confinement import Confinement, ConfinementError, acct_frequency, oom_message
 from plurm.nodeagent.devices import NodeDevices, UsageStats
 from plurm.nodeagent.jobstate import RunRecord, StepRecord
 from plurm.nodeagent.tracking import RunningJob, RunningStep, adopt, remove_run
@@ -111,6 +117,11 @@ class NodeDaemon:
         self._next_health = time.monotonic() + HEALTH_INTERVAL_S
         self._next_usage = time.monotonic() + min(USAGE_INTERVAL_S, 1.0)
         self.usage: dict[int, UsageStats] = {}
+        gpu_files = [d.device_file for d in self.accel.devices] or [
+            f for e in self.accel.entries if e.name == "gpu" for f in e.files]
+        self.confine = Confinement.load(self.conf, self.conf_path, node_name, gpu_files, self.spool)
+        self.sampler = sampling.Sampler(self.confine, acct_frequency(self.conf), sampling.load_policies(self.conf_path),
+                                        self.send_ctld, node_name)
         self.running = True
         self._adopt()
         self.where = {
@@ -267,22 +278,34 @@ class NodeDaemon:
         started = time.time()
         run_dir = jobstate.run_dir(self.spool, msg.job_id, restarts)
         nodes = msg.job.get("nodes", [])
-        gpus = environment.allocated_gpus(msg.job, nodes.index(self.name)) if self.name in nodes else []
-        RunRecord(msg.job_id, restarts, started, gpus).save(run_dir)
+        index = nodes.index(self.name) if self.name in nodes else -1
+        gpus = environment.allocated_gpus(msg.job, index) if index >= 0 else []
+        used = {i for job in self.jobs.values() for i in job.cpus}
+        counts, mems = msg.job.get("cpus") or [], msg.job.get("mem") or []
+        cpus = self.confine.pick_cpus(int(counts[index]) if 0 <= index < len(counts) else 1, used)
+        err_path = launch.output_paths(msg, self.name)[1]
+        RunRecord(msg.job_id, restarts, started, gpus, uid=msg.uid, cpus=cpus, err_path=err_path).save(run_dir)
         if scripts.run_prolog(msg.job, self.name, self.conf_path, self.where, self.accel.binding) is not None:
             scripts.run_epilog(msg.job_id, self.name, self.conf_path)
             self.report_end(msg.job_id, restarts, 1, 0, launch_failed=True, requeue_held=True)  # (node drained)
             return
+        limits, procs = None, []
         try:
+            if self.confine.confined:
+                limits = self.confine.limits(cpus, int(mems[index]) if 0 <= index < len(mems) else 0, gpus)
+                procs = self.confine.start_batch(msg.uid, msg.job_id, limits)
             batch = launch.start_batch(msg, self.name, self.spool, self.where, run_dir, binding=self.accel.binding,
-                                       task_prolog=scripts.task_prolog)
-        except launch.LaunchError as exc:
+                                       task_prolog=scripts.task_prolog, cgroup_procs=procs)
+        except (launch.LaunchError, ConfinementError) as exc:
             log.error("job %s failed to launch: %s", msg.job_id, exc)
+            if procs:
+                self.confine.finish_batch(msg.uid, msg.job_id)
             scripts.run_epilog(msg.job_id, self.name, self.conf_path)
             self.report_end(msg.job_id, restarts, 1, 0, launch_failed=True)
             return
         job = RunningJob(msg.job_id, restarts, started, run_dir, batch.pgid, jobstate.ProcRef.of(batch.supervisor.pid),
-                         batch.supervisor, gpus)
+                         batch.supervisor, gpus, uid=msg.uid, cpus=cpus, err_path=err_path,
+                         mem_limit=getattr(limits, "ram_bytes", None))
         self.jobs[job.key] = job
         if batch.opening is not None and (not batch.opening.poll() or batch.opening.failure):
             # Its files are not open yet (a grace for its output directory), or could not be:
@@ -303,7 +326,15 @@ class NodeDaemon:
 
     def signal_job(self, job_id: int, signum: int, scope: str = "steps") -> None:
         """scancel -s: the steps' process groups; -b (and --signal=B:): the batch shell alone,
-        not its children (scancel(1)); -f: the batch shell's whole group and the steps'."""
+        not its children (scancel(1)); -f: the batch shell's whole group and the steps'.
+        Confined, SIGSTOP (suspend) freezes the job's cgroup and SIGCONT thaws it first."""
+        if signum == signal.SIGCONT:
+            for job in self.jobs.values():
+                if job.job_id == job_id:
+                    self.sampler.resumed(job)
+        if signum in (signal.SIGSTOP, signal.SIGCONT) and self._freeze(job_id, signum == signal.SIGSTOP):
+            if signum == signal.SIGSTOP:
+                return  # (SIGTSTP came before it, as a signal)
         if scope == "batch":
             for pid in self._groups(job_id, "batch"):  # the shell's pid leads its group
                 try:
@@ -313,6 +344,23 @@ class NodeDaemon:
             return
         for pgid in self._groups(job_id, scope):
             jobstate.kill_group(pgid, signum)
+
+    def _job_uid(self, job_id: int) -> int | None:
+        """The owner of the job's processes here (its cgroup's path), None when it has none here."""
+        for job in self.jobs.values():
+            if job.job_id == job_id and job.uid >= 0:
+                return job.uid
+        for (jid, _), step in self.steps.items():
+            if jid == job_id:
+                return step.record.uid
+        return None
+
+    def _freeze(self, job_id: int, frozen: bool) -> bool:
+        """Freeze or thaw the job's cgroup; False when it has none (signals do it then)."""
+        uid = self._job_uid(job_id)
+        if not self.confine.confined or uid is None:
+            return False
+        return self.confine.freeze(uid, job_id, frozen)
 
     def terminate(self, job_id: int, kill_wait: float, signum: int = signal.SIGTERM, batch_host: str = "",
                   restarts: int = -1) -> None:
@@ -334,6 +382,7 @@ class NodeDaemon:
                 self.report_end(job_id, restarts, 0, signal.SIGKILL)
             return
         deadline = time.time() + kill_wait
+        self._freeze(job_id, False)  # a frozen task cannot act on SIGTERM
         for pgid in [job.pgid for job in targets] + [step.pid for step in steps]:
             jobstate.kill_group(pgid, signal.SIGCONT)
             jobstate.kill_group(pgid, signum)
@@ -345,11 +394,16 @@ class NodeDaemon:
             step.record.save(self.spool)
 
     def report_end(self, job_id: int, restarts: int, exit_code: int, exit_signal: int, launch_failed: bool = False,
-                   requeue_held: bool = False, end_time: float | None = None) -> None:
+                   requeue_held: bool = False, end_time: float | None = None, oom_kills: int = 0,
+                   usage: dict[str, float] | None = None) -> None:
         """Record the end in the spool, then tell the controllers (again until one acknowledges it)."""
         report: dict[str, Any] = {"node": self.name, "job_id": job_id, "exit_code": exit_code,
                                   "exit_signal": exit_signal, "end_time": end_time or time.time(),
                                   "restarts": restarts}
+        if oom_kills:
+            report["oom_kills"] = oom_kills
+        if usage:
+            report["usage"] = usage
         if launch_failed:
             report["launch_failed"] = True
         if requeue_held:
@@ -470,7 +524,15 @@ class NodeDaemon:
                 self.accel.binding) is not None:
             scripts.run_epilog(msg.job_id, self.name, self.conf_path)
             return {"error": "Job's prolog failed"}
-        proc = launch.start_stepd(msg, self.name, self.spool, self.key_path, task_prolog=scripts.task_prolog)
+        setup = None
+        if self.confine.confined:
+            try:
+                setup = self.confine.start_step(msg.uid, msg.job_id, msg.step_id, self._job_uid(msg.job_id) is not None)
+            except ConfinementError as exc:
+                log.error("step %s.%s failed to launch: %s", msg.job_id, msg.step_id, exc)
+                return {"error": str(exc)}
+        proc = launch.start_stepd(msg, self.name, self.spool, self.key_path, task_prolog=scripts.task_prolog,
+                                  cgroup=setup.payload() if setup else None, acct_freq=self.sampler.every_s)
         record = StepRecord(msg.job_id, msg.step_id, proc.pid, jobstate.start_ticks(proc.pid), msg.uid)
         record.save(self.spool)  # a restarted plurmd can still signal and cancel it
         self.steps[(msg.job_id, msg.step_id)] = RunningStep(record, proc)
@@ -530,6 +592,24 @@ class NodeDaemon:
             key = (step.record.job_id, step.record.step_id)
             self.steps[key] = step
             self.step_owners[key] = step.record.uid
+        # Cgroups this plurmd made for jobs it no longer has (they ended while none watched).
+        self.confine.sweep({(job.uid, job.job_id) for job in self.jobs.values()}
+                           | {(step.record.uid, step.record.job_id) for step in self.steps.values()})
+
+    def _batch_end(self, job: RunningJob) -> tuple[int, dict[str, float]]:
+        """The job's cgroup emptied and removed (unless a newer run of the job is here: it is
+        that one's now), OOM kills told in the job's error file as slurmstepd does; the OOM
+        kills and usage for its end report."""
+        self.sampler.ended(job.job_id)
+        if any(other.job_id == job.job_id for other in self.jobs.values()):
+            return 0, {}
+        oom, usage = sampling.batch_usage(self.confine, job)
+        if oom:
+            log.warning("job %s: %d OOM kill(s) in its batch step", job.job_id, oom)
+            if job.err_path and not launch.append_as_owner(job.err_path, oom_message(oom, job.job_id, "batch"),
+                                                           job.uid):
+                log.error("job %s: could not write the OOM message to %s", job.job_id, job.err_path)
+        return oom, usage
 
     @staticmethod
     def _status(job: RunningJob, now: float) -> tuple[int, float] | None:
@@ -567,6 +647,7 @@ class NodeDaemon:
                 self.exiting.append(job.child)  # it writes the status, then exits: reaped soon
             code, end_time = status
             exit_code, exit_signal = (0, -code) if code < 0 else (code, 0)
+            oom, usage = self._batch_end(job)
             opening = self.opening.pop(key, None)
             if opening is not None:
                 opening.poll()  # (what the shell said came before its end)
@@ -584,12 +665,15 @@ class NodeDaemon:
             record.save(job.run_dir)  # ended, Epilog due: a plurmd killed now runs it when back
             if not any(other.job_id == job.job_id for other in self.jobs.values()):  # (not for an old copy)
                 NodeScripts.of(self).run_epilog(job.job_id, self.name, self.conf_path)
-            self.report_end(job.job_id, job.restarts, exit_code, exit_signal, end_time=end_time)
+            self.report_end(job.job_id, job.restarts, exit_code, exit_signal, end_time=end_time, oom_kills=oom,
+                            usage=usage)
         self.exiting = [child for child in self.exiting if child.poll() is None]
         for key, step in list(self.steps.items()):
             if not step.alive():
                 del self.steps[key]
                 step.record.forget(self.spool)
+                if self.confine.confined and self._job_uid(key[0]) is None:  # its last process here
+                    self.confine.release(step.record.uid, key[0])
             elif step.record.kill_at is not None and now >= step.record.kill_at:
                 jobstate.kill_group(step.pid, signal.SIGKILL)
                 step.record.kill_at = None
@@ -634,6 +718,8 @@ class NodeDaemon:
             try:
                 self._health_check()
                 self._sample_usage()
+                if self.sampler.due():
+                    self.sampler.sample(list(self.jobs.values()))
                 self.reap()
                 if time.monotonic() >= next_ping:
                     next_ping = time.monotonic() + PING_INTERVAL_S  # (a failing ping waits its turn too)

@@ -3,13 +3,16 @@
 A batch job's run (one launch: the job id and its restart count) has a directory
 ``SPOOL/runs/JOB.RUN/`` (mode 0700, plurmd's user: the job's owner cannot forge it):
 
-- ``job.json``, written by plurmd: when it started, its GPUs, the SIGKILL deadline
-  after a terminate (wall-clock), and once it has ended the end report until a
-  controller acknowledges it (then the directory goes);
+- ``job.json``, written by plurmd: when it started, its GPUs, its owner's uid (its cgroup's
+  path), the CPU indices it holds on the node (nodeagent/confinement.py), its error file
+  (for slurmstepd's out-of-memory line), the SIGKILL deadline after a terminate
+  (wall-clock), and once it has ended the end report until a controller acknowledges it
+  (then the directory goes);
 - ``procs.json``, written by the run's supervisor (nodeagent/supervisor.py): its pid
   and start time, and the job's process group;
 - ``status.json``, written by the supervisor when the script has ended: its wait
-  status.  Its presence is how plurmd learns of an end without being the parent.
+  status and resource usage.  Its presence is how plurmd learns of an end without being
+  the parent.
 
 A step (plurmstepd) has ``SPOOL/runs/stepJOB.STEP.json``: its pid, start time, owner
 and kill deadline.  Every file is written atomically (a temporary file, then a
@@ -137,6 +140,9 @@ class RunRecord:
     kill_at: float | None = None  # wall-clock SIGKILL deadline after a terminate
     end: dict[str, Any] | None = None  # the end report, until acknowledged
     epilog_done: bool = False
+    uid: int = -1  # the job's owner (-1: not known, an older record)
+    cpus: list[int] = field(default_factory=list)  # the node's CPU indices it holds (confinement.py)
+    err_path: str = ""  # its error file (slurmstepd's OOM line goes there)
 
     def save(self, run_dir: str) -> None:
         write_json(os.path.join(run_dir, "job.json"), asdict(self))
@@ -156,8 +162,13 @@ class RunRecord:
         if not (end is None or isinstance(end, dict)) or not (isinstance(gpus, list)
                                                                and all(isinstance(g, int) for g in gpus)):
             raise StateError(f"{path}: bad end report or gpus")
+        cpus, uid, err_path = data.get("cpus", []), data.get("uid", -1), data.get("err_path", "")
+        if not (isinstance(cpus, list) and all(isinstance(c, int) for c in cpus) and isinstance(uid, int)
+                and isinstance(err_path, str)):
+            raise StateError(f"{path}: bad cpus, uid or err_path")
         return cls(_int(data, "job_id", path), _int(data, "restarts", path), float(started), list(gpus),
-                   None if kill_at is None else float(kill_at), end, bool(data.get("epilog_done")))
+                   None if kill_at is None else float(kill_at), end, bool(data.get("epilog_done")), uid,
+                   list(cpus), err_path)
 
 
 @dataclass(frozen=True)
@@ -186,6 +197,18 @@ def read_status(run_dir: str) -> tuple[int, float] | None:
         return None
     end = data.get("end_time")
     return _int(data, "status", path), float(end) if isinstance(end, (int, float)) else 0.0
+
+
+def read_rusage(run_dir: str) -> dict[str, float]:
+    """The script's resource usage as its supervisor's wait4 had it ({}: none recorded)."""
+    try:
+        data = read_json(os.path.join(run_dir, "status.json")) or {}
+    except StateError:
+        return {}
+    usage = data.get("rusage")
+    if not isinstance(usage, dict):
+        return {}
+    return {k: float(v) for k, v in usage.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 @dataclass

@@ -279,10 +279,12 @@ class BatchStart:
 
 def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict[str, Any],
                 run_dir: str | None = None, binding: Any = environment.default_binding,
-                task_prolog: str | None = None, dir_grace_s: float = OUTPUT_DIR_GRACE_S) -> BatchStart:
+                task_prolog: str | None = None, dir_grace_s: float = OUTPUT_DIR_GRACE_S,
+                cgroup_procs: list[str] | None = None) -> BatchStart:
     """The job's shell under its supervisor (nodeagent/supervisor.py), which outlives plurmd;
-    its records go to ``run_dir`` (default: the run's directory in ``spool``).  Returns once
-    the shell runs; whether it could open its files is ``BatchStart.opening``'s to say."""
+    its records go to ``run_dir`` (default: the run's directory in ``spool``); the supervisor
+    puts the shell into the cgroup of ``cgroup_procs`` (its step_batch) before it runs.  Returns
+    once the shell runs; whether it could open its files is ``BatchStart.opening``'s to say."""
     from plurm.nodeagent.jobstate import run_dir as default_run_dir
 
     run_dir = run_dir or default_run_dir(spool, msg.job_id, int(msg.job.get("restarts") or 0))
@@ -297,7 +299,7 @@ def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict
             "" if err_path == out_path else err_path, mode, task_prolog or "", script_path, *msg.args]
     wait_dirs = sorted({os.path.dirname(p) for p in (out_path, err_path)} - {""})
     payload = {"argv": argv, "env": env, "popen": owner.popen_kwargs(), "run_dir": run_dir, "wait_s": OPEN_WAIT_S,
-               "wait_dirs": wait_dirs, "dir_grace_s": dir_grace_s}
+               "wait_dirs": wait_dirs, "dir_grace_s": dir_grace_s, "cgroup_procs": list(cgroup_procs or [])}
     pid, answers = supervisor.start(payload)
     try:
         first, rest = _first_reply(answers, 30.0)
@@ -371,6 +373,30 @@ class Opening:
             self.fd = None
 
 
+APPEND_SH = 'printf "%s" "$1" >>"$2"'
+
+
+def append_as_owner(path: str, text: str, uid: int, timeout: float = 10.0) -> bool:
+    """Append ``text`` to a job's file as its owner (slurmstepd's OOM line in the job's error
+    file): opened by a shell of the owner's, never by root in a directory of theirs.  False
+    when it could not be written."""
+    kwargs: dict[str, Any] = {}
+    if os.geteuid() == 0 and uid >= 0 and uid != os.geteuid():
+        try:
+            entry = pwd.getpwuid(uid)
+        except KeyError:
+            return False
+        kwargs = {"user": uid, "group": entry.pw_gid,
+                  "extra_groups": os.getgrouplist(entry.pw_name, entry.pw_gid)}
+    try:
+        done = subprocess.run(["/bin/sh", "-c", APPEND_SH, "slurmstepd", text, path], cwd="/",
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={"PATH": "/usr/bin:/bin"}, timeout=timeout, **kwargs)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
 def _daemon_environment() -> dict[str, str]:
     """plurmd's environment without any job's variables (a plurmd started from inside a job)."""
     return {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
@@ -401,12 +427,16 @@ def _first_reply(fd: int, wait_s: float) -> tuple[dict[str, Any] | None, bytes]:
 
 
 def start_stepd(msg: protocol.LaunchTasks, node_name: str, spool: str, key_path: str,
-                task_prolog: str | None = None) -> subprocess.Popen:
-    """The step's plurmstepd, as plurmd's user; it starts the tasks as their owner."""
+                task_prolog: str | None = None, cgroup: dict[str, Any] | None = None,
+                acct_freq: float = 30.0) -> subprocess.Popen:
+    """The step's plurmstepd, as plurmd's user; it starts the tasks as their owner, in the
+    step's cgroup when ``cgroup`` names one (confinement.Setup.payload), and samples their
+    usage every ``acct_freq`` seconds."""
     owner = owner_of(msg.uid, msg.gid, msg.environment)
     msg.environment = owner.environment(msg.environment)
     payload = json.dumps({"msg": protocol.to_builtins(msg), "node": node_name, "key_path": key_path,
-                          "owner": owner.to_payload(), "task_prolog": task_prolog})
+                          "owner": owner.to_payload(), "task_prolog": task_prolog, "cgroup": cgroup or {},
+                          "acct_freq": acct_freq})
     env = _daemon_environment()
     proc = subprocess.Popen([sys.executable, "-m", "plurm.nodeagent.stepd"], stdin=subprocess.PIPE,
                             cwd=spool, env=env, start_new_session=True, close_fds=True)

@@ -5,6 +5,14 @@ the node name).  It connects a DEALER back to srun, starts
 the node's tasks with their ranks in the environment, forwards their output
 as it comes, and reports each task's exit status.  Tasks share its process
 group, so plurmd's signals (cancel, time limit) reach them all.
+
+When the job is confined (nodeagent/confinement.py) plurmd has made the step's cgroup
+(``step_<n>``) and names it in the payload: each task is held until this process has put
+it there, and this process stays outside (an OOM kill in the step never takes the one that
+reports it).  At the end it kills what is left in the step's cgroup (daemonized children),
+and the node's first task_exit message carries the step's OOM kills and usage on this node
+(sampled every JobAcctGatherFrequency; CPU from the cgroup, else from wait4), which srun
+gathers for the controller; OOM kills are also told on srun's stderr, as slurmstepd does.
 """
 
 from __future__ import annotations
@@ -14,13 +22,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import zmq
 
 from plurm.wire import envelope
 from plurm.wire.auth import KeyAuth
 from plurm.common import environment
-from plurm.nodeagent import launch
+from plurm.nodeagent import confinement, launch, stepusage
 from plurm.nodeagent.stepd_attach import Listeners
 from plurm.nodeagent.stepd_io import Stdin, TaskIo, start_task
 
@@ -83,6 +92,10 @@ def main() -> int:
     pty_master: dict[int, int] = {}  # rank -> master fd
     task_ids = msg["task_ids"]
     shared: set[str] = set()  # node-side files already opened (later tasks append)
+    cgroup = _step_cgroup(payload.get("cgroup") or {})
+    gauge = stepusage.Gauge()
+    acct_every = float(payload.get("acct_freq", 30.0))
+    next_sample = time.monotonic() + min(acct_every, 1.0) if acct_every > 0 else float("inf")
     for local_id, rank in enumerate(task_ids):
         env = environment.task_environment(
             msg["environment"], job_id=msg["job_id"], step_id=msg["step_id"], rank=rank, local_id=local_id,
@@ -93,13 +106,21 @@ def main() -> int:
         try:
             # As the job's owner: the directory, files, TaskProlog and exec happen after the switch.
             started = start_task(msg["argv"], env, msg["work_dir"], launch.Owner.from_payload(payload["owner"]),
-                                 payload.get("task_prolog"), task_io)
+                                 payload.get("task_prolog"), task_io, hold=cgroup is not None)
         except OSError as exc:
             text = f"slurmstepd: error: execve(): {msg['argv'][0]}: {exc.strerror}\n"
             send("task_output", {"task": rank, "stream": 2, "data": text})
             send("task_exit", {"task": rank, "exit_code": 2, "signal": 0})
             continue
         proc = started.proc
+        if cgroup is not None:
+            try:
+                cgroup.attach(proc.pid)
+            except Exception as exc:  # never a task outside its cgroup: it ends before it ran
+                proc.kill()
+                send("task_output", {"task": rank, "stream": 2,
+                                     "data": f"slurmstepd: error: task {rank}: cannot join the step's cgroup: {exc}\n"})
+            started.release()
         procs[rank] = proc
         if started.master is not None:
             pty_master[rank] = started.master
@@ -123,6 +144,9 @@ def main() -> int:
                     poller.register(pipe.fd, zmq.POLLOUT)
                     writing.add(pipe.fd)
         events = dict(poller.poll(1000))
+        if time.monotonic() >= next_sample:
+            next_sample = time.monotonic() + acct_every
+            gauge.add(stepusage.step_usage(os.getpid()))
         attached.poll(poller)
         if events.get(sock):
             _from_srun(sock, key, stdins, pty_master)
@@ -152,10 +176,32 @@ def main() -> int:
                 writing.discard(before)
             elif before in readers and not pipe.buffer:
                 poller.register(before, zmq.POLLIN)
+    cpu = {"user_cpu_s": 0.0, "system_cpu_s": 0.0}
+    peak_kb = 0
+    statuses: dict[int, int] = {}
     for rank, proc in procs.items():
-        status = proc.wait()
+        statuses[rank], used = _wait(proc)
+        cpu["user_cpu_s"] += used.ru_utime if used else 0.0
+        cpu["system_cpu_s"] += used.ru_stime if used else 0.0
+        peak_kb = max(peak_kb, used.ru_maxrss if used else 0)
+    oom = 0
+    if cgroup is not None:
+        oom, cpu = _finish(cgroup, cpu)
+    usage = gauge.usage(cpu, peak_kb)
+    first = True
+    if oom and task_ids:
+        text = confinement.oom_message(oom, msg["job_id"], str(msg["step_id"]))
+        send("task_output", {"task": task_ids[0], "stream": 2, "data": text})
+    for rank in task_ids:
+        if rank not in statuses:
+            continue
+        status = statuses[rank]
         code, sig = (0, -status) if status < 0 else (status, 0)
-        send("task_exit", {"task": rank, "exit_code": code, "signal": sig})
+        body = {"task": rank, "exit_code": code, "signal": sig}
+        if first:  # the node's figures, once (srun sums and takes maxima over its messages)
+            body.update(oom_kills=oom, usage=usage)
+            first = False
+        send("task_exit", body)
     send("node_done", {"node": node_name})
     for pipe in stdins.values():
         if pipe.fd >= 0 and pipe.fd not in pty_master.values():
@@ -166,6 +212,44 @@ def main() -> int:
     attached.close()
     ctx.term()
     return 0
+
+
+def _step_cgroup(setup: dict) -> object | None:
+    """The step's cgroup as plurmd made it (None: unconfined)."""
+    if not setup:
+        return None
+    try:
+        return confinement.step_cgroup(setup)
+    except Exception as exc:  # plurmd made it a moment ago: the tasks run, unconfined, and say so
+        sys.stderr.write(f"plurmstepd: the step's cgroup: {exc}\n")
+        return None
+
+
+def _wait(proc: subprocess.Popen) -> tuple[int, object | None]:
+    """A task's status (as Popen.returncode has it) and its resource usage (wait4)."""
+    while True:
+        try:
+            _pid, status, used = os.wait4(proc.pid, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return proc.wait(), None
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        return proc.returncode, used
+
+
+def _finish(cgroup: object, cpu: dict[str, float]) -> tuple[int, dict[str, float]]:
+    """Kill what the tasks left in the step's cgroup; its OOM kills and CPU seconds."""
+    oom = 0
+    try:
+        cgroup.kill_all(signal.SIGKILL)  # type: ignore[attr-defined]
+        oom = int(cgroup.oom_kills())  # type: ignore[attr-defined]
+        used = cgroup.usage()  # type: ignore[attr-defined]
+        if used.get("cpu_total_ns"):
+            cpu = {"user_cpu_s": used.get("cpu_user_ns", 0) / 1e9, "system_cpu_s": used.get("cpu_system_ns", 0) / 1e9}
+    except Exception as exc:
+        sys.stderr.write(f"plurmstepd: the step's cgroup at its end: {exc}\n")
+    return oom, cpu
 
 
 def _from_srun(sock: zmq.Socket, key: KeyAuth, stdins: dict[int, Stdin], pty_master: dict[int, int]) -> None:

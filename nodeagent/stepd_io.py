@@ -38,6 +38,14 @@ fi
 unset __plurm_in __plurm_out __plurm_om __plurm_err __plurm_em
 '''
 
+# $1: a pipe's descriptor to wait on ("": none).  A confined task is held on that read until
+# plurmstepd has put its pid into the step's cgroup (root's to write: the kernel switches to
+# the owner before any preexec_fn, too late for cgroup.procs), so that nothing of it runs
+# outside; then the descriptor closes.
+HOLD_SH = r'''if [ -n "$1" ]; then eval "read -r __plurm_go <&$1; exec $1<&-" || :; unset __plurm_go; fi
+shift
+'''
+
 
 @dataclass
 class TaskIo:
@@ -108,15 +116,44 @@ class Started:
     proc: subprocess.Popen
     master: int | None = None  # the pseudo-terminal's master side (--pty)
     stdin_fd: int | None = None  # the task's stdin pipe, when srun forwards its input
+    hold_fd: int | None = None  # write a line (then close) to let a held task run (``release``)
+
+    def release(self) -> None:
+        if self.hold_fd is not None:
+            try:
+                os.write(self.hold_fd, b"go\n")
+            except OSError:
+                pass  # it ended meanwhile (killed): nothing to let go
+            os.close(self.hold_fd)
+            self.hold_fd = None
 
 
 def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launch.Owner,
-               task_prolog: str | None, io: TaskIo) -> Started:
-    """One task of a step, as its owner, with the streams ``io`` says."""
+               task_prolog: str | None, io: TaskIo, hold: bool = False) -> Started:
+    """One task of a step, as its owner, with the streams ``io`` says; ``hold``: it waits
+    before anything else until ``Started.release`` (its pid goes into a cgroup meanwhile)."""
+    held, hold_fd = (os.pipe() if hold else (None, None))
+    try:
+        started = _start(argv, env, work_dir, owner, task_prolog, io, held)
+    except BaseException:
+        if held is not None and hold_fd is not None:
+            os.close(hold_fd)
+        raise
+    finally:
+        if held is not None:
+            os.close(held)
+    started.hold_fd = hold_fd
+    return started
+
+
+def _start(argv: list[str], env: dict[str, str], work_dir: str, owner: launch.Owner, task_prolog: str | None,
+           io: TaskIo, held: int | None) -> Started:
     files = ["" if io.stdin in ("pipe", "null") else io.stdin,
              "" if io.stdout in ("pipe", "null") else io.stdout, "append" if io.out_append else "truncate",
              "" if io.stderr in ("pipe", "null") else io.stderr, "append" if io.err_append else "truncate"]
-    command = ["/bin/sh", "-c", IO_SH + launch.TASK_SH, "slurmstepd", *files, work_dir, task_prolog or "", *argv]
+    command = ["/bin/sh", "-c", HOLD_SH + IO_SH + launch.TASK_SH, "slurmstepd", "" if held is None else str(held),
+               *files, work_dir, task_prolog or "", *argv]
+    keep = () if held is None else (held,)
     if io.pty:
         master, slave = os.openpty()
         try:
@@ -126,7 +163,8 @@ def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launc
             # setsid -c: a session of its own with the terminal as its controlling one (exec, no fork:
             # a child of Popen is no group leader), so Ctrl-C on it is SIGINT to the task.
             proc = subprocess.Popen(["setsid", "-c", *command], cwd="/", env=env, stdin=slave, stdout=slave,
-                                    stderr=slave, close_fds=True, restore_signals=True, **owner.popen_kwargs())
+                                    stderr=slave, close_fds=True, pass_fds=keep, restore_signals=True,
+                                    **owner.popen_kwargs())
         except OSError:
             os.close(master)
             raise
@@ -141,7 +179,7 @@ def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launc
     stdout = subprocess.DEVNULL if io.stdout == "null" else subprocess.PIPE
     stderr = subprocess.DEVNULL if io.stderr == "null" else subprocess.PIPE
     proc = subprocess.Popen(command, cwd="/", env=env, stdin=stdin, stdout=stdout, stderr=stderr, close_fds=True,
-                            restore_signals=True, **owner.popen_kwargs())
+                            pass_fds=keep, restore_signals=True, **owner.popen_kwargs())
     stdin_fd = None
     if proc.stdin is not None:  # a bare descriptor, closed by Stdin at srun's end of input
         stdin_fd = os.dup(proc.stdin.fileno())

@@ -7,6 +7,11 @@ task's processes, as jobacct_gather/linux does), major page faults, CPU seconds 
 system, with those of reaped children), and bytes read and written (rchar/wchar of
 /proc/PID/io).  SLURM_LOCALID and SLURM_PROCID come from the task's environment, which
 plurmstepd set.  A process that ends while it is read is skipped: the numbers are a sample.
+
+``Gauge`` keeps a step's samples over its life, for accounting (sacct MaxRSS, AveRSS,
+MaxVMSize, AveVMSize): plurmd samples its batch runs, plurmstepd its tasks, every
+JobAcctGatherFrequency.  MaxRSS is the largest task's RSS over the samples (and the task
+that had it), AveRSS the mean over samples and tasks, as jobacct_gather/linux reports them.
 """
 
 from __future__ import annotations
@@ -135,3 +140,83 @@ def step_usage(stepd_pid: int) -> list[TaskUsage]:
     for root, task in tasks.items():
         task.pids.sort(key=lambda pid: (pid != root, pid))  # the task's root first
     return sorted(tasks.values(), key=lambda t: (t.local_id is None, t.local_id or 0))
+
+
+def pids_usage(pids: set[int]) -> list[TaskUsage]:
+    """The batch step from a set of processes (its cgroup's): one task, like batch_usage."""
+    task = TaskUsage(0, 0)
+    for pid in sorted(pids):
+        proc = read_proc(pid)
+        if proc is not None:
+            _add(task, proc)
+    return [task] if task.pids else []
+
+
+def group_pids(pgrp: int) -> set[int]:
+    return {p.pid for p in group_processes(pgrp)}
+
+
+def opened_devices(pids: set[int], devices: set[str]) -> list[str]:
+    """Which of ``devices`` (paths) the processes hold open (their /proc/PID/fd links)."""
+    if not devices:
+        return []
+    found: set[str] = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target in devices:
+                found.add(target)
+    return sorted(found)
+
+
+class Gauge:
+    """A step's memory over its samples; ``usage`` gives the keys of JobEnded.usage."""
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self.max_rss_kb = 0
+        self.max_rss_task = 0
+        self.rss_sum = 0.0  # of each sample's mean over tasks
+        self.max_vmsize_kb = 0
+        self.max_vmsize_task = 0
+        self.vmsize_sum = 0.0
+        self.last_rss_kb = 0
+
+    def add(self, tasks: list[TaskUsage]) -> None:
+        if not tasks:
+            return
+        self.samples += 1
+        for i, task in enumerate(tasks):
+            rank = task.global_id if task.global_id is not None else i
+            if task.rss_kb > self.max_rss_kb:
+                self.max_rss_kb, self.max_rss_task = task.rss_kb, rank
+            if task.vsize_kb > self.max_vmsize_kb:
+                self.max_vmsize_kb, self.max_vmsize_task = task.vsize_kb, rank
+        self.rss_sum += sum(t.rss_kb for t in tasks) / len(tasks)
+        self.vmsize_sum += sum(t.vsize_kb for t in tasks) / len(tasks)
+        self.last_rss_kb = sum(t.rss_kb for t in tasks)
+
+    def usage(self, cpu: dict[str, float], peak_rss_kb: int = 0) -> dict[str, float]:
+        """The accounting figures: these samples, ``cpu`` (user_cpu_s, system_cpu_s), and a
+        peak RSS measured otherwise (wait4's, or the cgroup's) when it is larger than any
+        sample saw (a job shorter than the sampling interval)."""
+        usage: dict[str, float] = {}
+        if self.samples:
+            usage.update(max_rss_kb=self.max_rss_kb, max_rss_task=self.max_rss_task,
+                         ave_rss_kb=int(self.rss_sum / self.samples), max_vmsize_kb=self.max_vmsize_kb,
+                         max_vmsize_task=self.max_vmsize_task, ave_vmsize_kb=int(self.vmsize_sum / self.samples))
+        if peak_rss_kb > usage.get("max_rss_kb", 0):
+            usage["max_rss_kb"] = int(peak_rss_kb)
+            usage.setdefault("max_rss_task", 0)
+            usage.setdefault("ave_rss_kb", int(peak_rss_kb))
+        for key in ("user_cpu_s", "system_cpu_s"):
+            if key in cpu:
+                usage[key] = round(float(cpu[key]), 3)
+        return usage

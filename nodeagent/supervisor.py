@@ -8,7 +8,11 @@ spool directory, and how long to wait for the shell to open the job's files, it
 
 1. starts the job's shell in another session: that process group is what cancel, signals
    and time limits hit, and this process is outside it, so that a SIGKILL of the job
-   never takes away the one that records how it ended;
+   never takes away the one that records how it ended; when the job is confined, writes
+   the shell's pid into its step_batch cgroup (``cgroup_procs``: every controller's
+   cgroup.procs) while the shell is still held on its first read, so that nothing of the
+   job ever runs outside its cgroup (and this process stays outside: the job's end, or an
+   OOM kill in it, never takes it);
 2. writes ``procs.json`` (its pid and start time, the job's group) and tells plurmd on a
    pipe, one JSON line each, the shell's pid, then what the shell said before its files
    were open (launch.py reads a failure in it);
@@ -16,8 +20,10 @@ spool directory, and how long to wait for the shell to open the job's files, it
    --error file goes in does not exist yet, for a grace (``dir_grace_s``,
    launch.OUTPUT_DIR_GRACE_S), checked as this process sees the file system: a directory
    the owner may not enter exists, and the shell fails on it at once;
-4. waits for the shell, SIGKILLs what is left of its group (backgrounded processes go
-   with the script, as before), writes ``status.json`` atomically and exits.
+4. waits for the shell (wait4: its CPU times and peak RSS, with those of the descendants it
+   waited for, go to ``status.json`` as ``rusage``: the job's usage when it has no cgroup),
+   SIGKILLs what is left of its group (backgrounded processes go with the script, as
+   before), writes ``status.json`` atomically and exits.
 
 plurmd learns of the end from that file and need not be this process's parent: a plurmd
 killed with -9, or stopped for an upgrade, leaves the job running, and the next one
@@ -143,6 +149,12 @@ def _supervise(payload: dict) -> int:
         return 1
     finally:
         os.close(write_end)
+    failure = _attach(payload.get("cgroup_procs") or [], shell.pid)
+    if failure is not None:
+        shell.kill()
+        shell.wait()
+        _say({"error": f"cannot put the job in its cgroup: {failure}"})
+        return 1
     me = os.getpid()
     jobstate.write_json(os.path.join(run_dir, "procs.json"),
                         {"pid": me, "ticks": jobstate.start_ticks(me), "pgid": shell.pid})
@@ -155,10 +167,41 @@ def _supervise(payload: dict) -> int:
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 1)
     os.close(devnull)
-    status = shell.wait()
+    status, rusage = _wait(shell)
     try:  # the group only: its leader's pid is free again and may be another process's
         os.killpg(shell.pid, signal.SIGKILL)
     except OSError:
         pass
-    jobstate.write_json(os.path.join(run_dir, "status.json"), {"status": status, "end_time": time.time()})
+    jobstate.write_json(os.path.join(run_dir, "status.json"),
+                        {"status": status, "end_time": time.time(), "rusage": rusage})
     return 0
+
+
+def _attach(paths: list[str], pid: int) -> str | None:
+    """Write ``pid`` into each cgroup.procs; why not, or None."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, str(pid).encode())
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            return f"{path}: {exc.strerror}"
+    return None
+
+
+def _wait(shell: subprocess.Popen) -> tuple[int, dict[str, float]]:
+    """The shell's status as Popen.returncode has it, and its resource usage (with that of
+    the descendants it waited for): user and system CPU seconds, the largest RSS in KiB."""
+    while True:
+        try:
+            _pid, status, usage = os.wait4(shell.pid, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:  # (never: it is our child) the status is lost
+            return shell.wait(), {}
+    shell.returncode = os.waitstatus_to_exitcode(status)
+    return shell.returncode, {"user_cpu_s": usage.ru_utime, "system_cpu_s": usage.ru_stime,
+                              "max_rss_kb": usage.ru_maxrss}

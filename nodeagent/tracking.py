@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from plurm.nodeagent import jobstate
 from plurm.nodeagent.launch import Child
 from plurm.nodeagent.jobstate import ProcRef, RunRecord, StepRecord
+from plurm.nodeagent.stepusage import Gauge
 
 log = logging.getLogger("plurmd")
 
@@ -34,6 +35,14 @@ class RunningJob:
     child: Child | None = None  # the supervisor, while it is our child
     gpus: list[int] = field(default_factory=list)  # this node's gpu units of the job
     kill_at: float | None = None  # wall clock: SIGKILL then (KillWait after a terminate)
+    uid: int = -1  # its owner: with the job id, its cgroup's path (confinement.py)
+    cpus: list[int] = field(default_factory=list)  # the node's CPU indices it holds
+    err_path: str = ""  # its error file
+    # Not kept in the spool (a restarted plurmd starts them afresh): the memory limit its
+    # cgroup has, its usage samples so far, whether the freeze policy froze it.
+    mem_limit: int | None = None
+    gauge: Gauge = field(default_factory=lambda: Gauge())
+    frozen: bool = False
 
     @property
     def key(self) -> tuple[int, int]:
@@ -46,7 +55,8 @@ class RunningJob:
         return _alive(self.supervisor)
 
     def record(self) -> RunRecord:
-        return RunRecord(self.job_id, self.restarts, self.started, list(self.gpus), self.kill_at)
+        return RunRecord(self.job_id, self.restarts, self.started, list(self.gpus), self.kill_at, uid=self.uid,
+                         cpus=list(self.cpus), err_path=self.err_path)
 
     def save(self) -> None:
         self.record().save(self.run_dir)
@@ -110,7 +120,8 @@ def adopt(spool: str) -> Adopted:
             found.unstarted.append((path, record))
             continue
         found.jobs.append(RunningJob(record.job_id, record.restarts, record.started, path, procs.pgid,
-                                     procs.supervisor, None, record.gpus, record.kill_at))
+                                     procs.supervisor, None, record.gpus, record.kill_at, record.uid, record.cpus,
+                                     record.err_path))
         log.info("adopted job %s (run %s, process group %s)", record.job_id, record.restarts, procs.pgid)
     for step in jobstate.scan_steps(spool):
         if step.proc.alive():

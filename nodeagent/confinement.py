@@ -1,0 +1,348 @@
+"""Confining a node's jobs: cgroups where slurm.conf and the host allow it, else process groups.
+
+plurmd decides once, at start (``Confinement.load``), from slurm.conf and cgroup.conf
+(nodeagent/cgroups reads the latter):
+
+- **cgroups** when ``ProctrackType`` is ``proctrack/cgroup`` (Slurm 22.05's default) or
+  ``TaskPlugin`` holds ``task/cgroup``, plurmd runs as root, and ``open_hierarchy`` accepts
+  the host's hierarchy.  Every job then has a cgroup of its own, and each of its steps one
+  below it (``step_batch``, ``step_<n>``: Slurm's layout); every process of the job is in
+  it, so that the end of the job kills all of them, daemonized ones too (``kill_all``).
+  Constraints come with ``task/cgroup`` only, each as cgroup.conf's ``Constrain*`` key says:
+  the job's CPUs (cpuset), its memory (the allocation x AllowedRAMSpace%, at least
+  MinRAMSpace; swap per ConstrainSwapSpace/AllowedSwapSpace), its GPUs (the device files of
+  the node's other GPUs denied).  With ``task/cgroup`` but another ProctrackType plurm tracks
+  with cgroups all the same (a cgroup that holds the job's processes is what its end kills);
+  Slurm would kill by its proctrack plugin's means.
+- **process groups** otherwise (not root, ``proctrack/pgid`` or ``proctrack/linuxproc``, no
+  usable hierarchy): today's behaviour, jobs unconfined; one WARNING at start says why.
+
+CPUs: the controller sends counts only (``cpus`` per node of the job record), so plurmd picks
+the indices, the lowest free ones among 0..CPUs-1 of the node, and maps index ``i`` to the
+machine CPU ``allowed[i % len(allowed)]`` (``allowed``: plurmd's own affinity, sorted), since
+several virtual nodes of a local cluster share a host's CPUs.  A step's cpuset is its job's on
+the node (Slurm gives each step its own cores of the job's).
+
+The cgroup prefix is ``slurm``, or ``slurm_<NodeName>`` when several NodeNames of slurm.conf
+share this node's address or host name (several plurmd on one host, as Slurm's multiple-slurmd
+build does).  Every job cgroup plurmd creates is also marked in its spool (``cgroups/UID.JOB``),
+so that after a restart it removes those of jobs it no longer has, and never another daemon's
+under a prefix it happens to share.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger("plurmd")
+
+DEFAULT_PROCTRACK = "proctrack/cgroup"  # Slurm 22.05's default
+# slurmstepd's words for OOM kills in a step (sent to the job's error file, or srun's stderr).
+OOM_MESSAGE = ("slurmstepd: error: Detected {count} oom_kill event{plural} in StepId={job_id}.{step}. "
+               "Some of your processes may have been killed by the cgroup out-of-memory handler.\n")
+
+
+def oom_message(count: int, job_id: int, step: str) -> str:
+    return OOM_MESSAGE.format(count=count, plural="s" if count != 1 else "", job_id=job_id, step=step)
+
+
+class ConfinementError(Exception):
+    """A job's cgroup could not be made: its launch fails."""
+
+
+@dataclass
+class Setup:
+    """Where the tasks of a step go, and what plurmstepd needs to find its cgroup again."""
+
+    join_paths: list[str]
+    conf: dict[str, Any]
+    prefix: str
+    uid: int
+    job_id: int
+    step: str
+
+    def payload(self) -> dict[str, Any]:
+        return {"join": self.join_paths, "conf": self.conf, "prefix": self.prefix, "uid": self.uid,
+                "job_id": self.job_id, "step": self.step}
+
+
+def step_cgroup(payload: dict[str, Any]) -> Any:
+    """plurmstepd's view of its step's cgroup (Setup.payload), None when the step has none."""
+    if not payload:
+        return None
+    from plurm.nodeagent import cgroups
+
+    hierarchy = cgroups.open_hierarchy(cgroups.CgroupConf(**payload["conf"]), payload["prefix"])
+    return hierarchy.job(payload["uid"], payload["job_id"]).step(payload["step"])
+
+
+def acct_frequency(conf: Any) -> float:
+    """JobAcctGatherFrequency's task interval in seconds (``30``, ``task=30,energy=0``); 0: off."""
+    raw = (conf.get("JobAcctGatherFrequency") or "30").strip()
+    for part in raw.split(","):
+        key, _, value = part.partition("=")
+        if not value:
+            key, value = "task", key
+        if key.strip().lower() == "task":
+            try:
+                return max(0.0, float(value))
+            except ValueError:
+                return 30.0
+    return 30.0
+
+
+class Confinement:
+    """One plurmd's way of holding its jobs: a cgroup hierarchy, or None (process groups)."""
+
+    def __init__(self, hierarchy: Any, cgconf: Any, constrain: bool, why: str, prefix: str, node_cpus: int,
+                 gpu_files: list[str | None], spool: str) -> None:
+        self.hierarchy = hierarchy
+        self.cgconf = cgconf
+        self.constrain = constrain
+        self.why = why
+        self.prefix = prefix
+        self.node_cpus = max(1, node_cpus)
+        self.allowed = sorted(os.sched_getaffinity(0))
+        self.gpu_files = gpu_files
+        self.marks = os.path.join(spool, "cgroups")
+
+    @property
+    def confined(self) -> bool:
+        return self.hierarchy is not None
+
+    @classmethod
+    def load(cls, conf: Any, conf_path: str, node_name: str, gpu_files: list[str | None],
+             spool: str) -> Confinement:
+        node = conf.nodes[node_name]
+        proctrack = (conf.get("ProctrackType") or DEFAULT_PROCTRACK).strip().lower()
+        tasks = [t.strip().lower() for t in (conf.get("TaskPlugin") or "task/none").split(",")]
+        constrain = "task/cgroup" in tasks
+        shared = [n for n in conf.nodes.values() if n.addr == node.addr or n.hostname == node.hostname]
+        prefix = f"slurm_{node_name}" if len(shared) > 1 else "slurm"
+        hierarchy, cgconf, why = None, None, ""
+        if proctrack != "proctrack/cgroup" and not constrain:
+            why = f"ProctrackType={proctrack} and no task/cgroup in TaskPlugin"
+        elif os.geteuid() != 0:
+            why = "plurmd does not run as root"
+        else:
+            try:
+                from plurm.nodeagent import cgroups
+
+                cgconf = cgroups.read_conf(conf_path)
+                hierarchy = cgroups.open_hierarchy(cgconf, prefix)
+            except ImportError as exc:
+                why = f"no cgroup support ({exc})"
+            except Exception as exc:  # Unavailable, ConfError: one line, then process groups
+                why = str(exc) or type(exc).__name__
+                hierarchy = None
+        if hierarchy is None:
+            log.warning("node %s: jobs run unconfined (process groups): %s", node_name, why)
+        else:
+            log.info("node %s: jobs in cgroup v%s under %s%s", node_name, hierarchy.version, prefix,
+                     " with task/cgroup constraints" if constrain else "")
+        return cls(hierarchy, cgconf, constrain, why, prefix, node.cpus, gpu_files, spool)
+
+    # ------------------------------------------------------------ what a job gets
+    def pick_cpus(self, count: int, used: set[int]) -> list[int]:
+        """The lowest ``count`` indices of 0..CPUs-1 not in ``used`` (then used ones, if the
+        node is oversubscribed: a job never gets fewer than it asked for)."""
+        free = [i for i in range(self.node_cpus) if i not in used]
+        busy = [i for i in range(self.node_cpus) if i in used]
+        return sorted((free + busy)[:max(1, min(count, self.node_cpus))])
+
+    def machine_cpus(self, indices: list[int]) -> list[int]:
+        return sorted({self.allowed[i % len(self.allowed)] for i in indices})
+
+    def limits(self, cpu_indices: list[int], mem_mb: int, gpus: list[int]) -> Any:
+        from plurm.nodeagent import cgroups
+
+        limits = cgroups.Limits()
+        conf = self.cgconf
+        if not self.constrain or conf is None:
+            return limits
+        if conf.constrain_cores and cpu_indices:
+            limits.cpus = self.machine_cpus(cpu_indices)
+        alloc = mem_mb * 1024 * 1024
+        floor = conf.min_ram_mb * 1024 * 1024
+        if alloc > 0 and conf.constrain_ram:
+            limits.ram_bytes = max(floor, int(alloc * conf.allowed_ram_percent / 100))
+            if conf.constrain_swap:
+                limits.swap_bytes = int(alloc * conf.allowed_swap_percent / 100)
+        elif alloc > 0 and conf.constrain_swap:  # (cgroup.conf(5): RAM and RAM+swap both at the swap limit)
+            limits.ram_bytes = max(floor, int(alloc * (100 + conf.allowed_swap_percent) / 100))
+            limits.swap_bytes = 0
+        if conf.constrain_devices:
+            limits.denied_devices = self.denied_devices(gpus)
+        return limits
+
+    def denied_devices(self, gpus: list[int]) -> list[tuple[str, int, int]]:
+        """The device numbers of this node's GPU files that are not the job's."""
+        denied: list[tuple[str, int, int]] = []
+        mine = {self.gpu_files[i] for i in gpus if i < len(self.gpu_files)}
+        for path in self.gpu_files:
+            if not path or path in mine:
+                continue
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+                entry = ("c" if stat.S_ISCHR(st.st_mode) else "b", os.major(st.st_rdev), os.minor(st.st_rdev))
+                if entry not in denied:
+                    denied.append(entry)
+        return denied
+
+    # ------------------------------------------------------------ a job's cgroup
+    def job(self, uid: int, job_id: int) -> Any:
+        return None if self.hierarchy is None else self.hierarchy.job(uid, job_id)
+
+    def _mark(self, uid: int, job_id: int) -> None:
+        os.makedirs(self.marks, mode=0o700, exist_ok=True)
+        with open(os.path.join(self.marks, f"{uid}.{job_id}"), "w"):
+            pass
+
+    def _unmark(self, uid: int, job_id: int) -> None:
+        try:
+            os.unlink(os.path.join(self.marks, f"{uid}.{job_id}"))
+        except FileNotFoundError:
+            pass
+
+    def marked(self) -> set[tuple[int, int]]:
+        found: set[tuple[int, int]] = set()
+        try:
+            names = os.listdir(self.marks)
+        except FileNotFoundError:
+            return found
+        for name in names:
+            uid, _, job = name.partition(".")
+            if uid.isdigit() and job.isdigit():
+                found.add((int(uid), int(job)))
+        return found
+
+    def start_batch(self, uid: int, job_id: int, limits: Any) -> list[str]:
+        """The job's cgroup and its step_batch; the files the shell's pid is written into."""
+        job = self.job(uid, job_id)
+        if job is None:
+            return []
+        try:
+            self._mark(uid, job_id)
+            job.create(limits)
+            step = job.step("batch")
+            step.create(limits)
+            return list(step.join_paths())
+        except Exception as exc:
+            self._clean(uid, job_id)
+            raise ConfinementError(f"cannot create the job's cgroup: {exc}") from exc
+
+    def start_step(self, uid: int, job_id: int, step_id: int, job_here: bool) -> Setup | None:
+        """step_<n> under the job's cgroup (made without limits when no batch run of the job is
+        here: the job's first process on this node is this step, and its limits are not known)."""
+        from dataclasses import asdict
+
+        job = self.job(uid, job_id)
+        if job is None:
+            return None
+        from plurm.nodeagent import cgroups
+
+        try:
+            self._mark(uid, job_id)
+            if not job_here:
+                job.create(cgroups.Limits())
+            step = job.step(str(step_id))
+            step.create(cgroups.Limits())
+            return Setup(list(step.join_paths()), asdict(self.cgconf), self.prefix, uid, job_id, str(step_id))
+        except Exception as exc:
+            raise ConfinementError(f"cannot create the step's cgroup: {exc}") from exc
+
+    def finish_batch(self, uid: int, job_id: int) -> tuple[int, dict[str, int]]:
+        """The batch shell has ended: kill what is left of the job (its steps' tasks too, as a
+        job's end does), then (OOM kills, usage) of step_batch; the cgroup goes."""
+        job = self.job(uid, job_id)
+        if job is None:
+            return 0, {}
+        oom, usage = 0, {}
+        try:
+            job.thaw()
+        except Exception as exc:
+            log.warning("job %s: thawing its cgroup: %s", job_id, exc)
+        try:
+            if not job.kill_all(9):
+                log.error("job %s: processes left in its cgroup after kill_all", job_id)
+        except Exception as exc:
+            log.error("job %s: killing its cgroup: %s", job_id, exc)
+        try:
+            step = job.step("batch")
+            oom, usage = step.oom_kills(), step.usage()
+        except Exception as exc:
+            log.warning("job %s: reading its batch step's cgroup: %s", job_id, exc)
+        self._clean(uid, job_id)
+        return oom, usage
+
+    def release(self, uid: int, job_id: int) -> None:
+        """A job with no batch run here whose last step ended: its cgroup goes (kill what is left)."""
+        job = self.job(uid, job_id)
+        if job is None:
+            return
+        try:
+            job.kill_all(9)
+        except Exception as exc:
+            log.error("job %s: killing its cgroup: %s", job_id, exc)
+        self._clean(uid, job_id)
+
+    def _clean(self, uid: int, job_id: int) -> None:
+        job = self.job(uid, job_id)
+        try:
+            removed = job.remove()
+        except Exception as exc:
+            log.error("job %s: removing its cgroup: %s", job_id, exc)
+            removed = False
+        if removed:
+            self._unmark(uid, job_id)
+        else:
+            log.error("job %s: its cgroup is still busy; left for the next clean-up", job_id)
+
+    def freeze(self, uid: int, job_id: int, frozen: bool) -> bool:
+        """Freeze or thaw the job's cgroup; False when it has none here."""
+        job = self.job(uid, job_id)
+        if job is None:
+            return False
+        try:
+            job.freeze() if frozen else job.thaw()
+        except Exception as exc:
+            log.error("job %s: %s its cgroup: %s", job_id, "freezing" if frozen else "thawing", exc)
+        return True
+
+    def pids(self, uid: int, job_id: int) -> set[int]:
+        job = self.job(uid, job_id)
+        if job is None:
+            return set()
+        try:
+            return set(job.pids())
+        except Exception:
+            return set()
+
+    def sweep(self, known: set[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Kill and remove the cgroups this plurmd made (its spool's marks) for jobs it no longer
+        has (``known``: its runs and steps); another daemon's under the same prefix stay."""
+        if self.hierarchy is None:
+            return []
+        try:
+            present = set(self.hierarchy.jobs())
+        except Exception as exc:
+            log.error("cgroups: listing the jobs under %s: %s", self.prefix, exc)
+            return []
+        swept = []
+        for uid, job_id in sorted(self.marked()):
+            if (uid, job_id) in known:
+                continue
+            if (uid, job_id) in present:
+                log.warning("job %s: its cgroup outlived the job here; killed and removed", job_id)
+                self.release(uid, job_id)
+            else:
+                self._unmark(uid, job_id)
+            swept.append((uid, job_id))
+        return swept

@@ -1,0 +1,115 @@
+"""plurmd's look at its running batch jobs every JobAcctGatherFrequency: usage, and the freeze policy.
+
+Each turn reads the processes of each run (its cgroup's when confined, else its process
+group's) from /proc (nodeagent/stepusage.py): the samples make the batch step's MaxRSS,
+AveRSS and MaxVMSize for accounting (``RunningJob.gauge``).  Then the freeze policies
+(nodeagent/freezepolicy.py, built-in and plugins') see a ``Sample`` of the job; a "freeze"
+verdict freezes the job's cgroup (SIGSTOP to its process groups when unconfined: weaker, a
+process may have left them), logs a WARNING with the cause and tells the controller
+(``job_frozen``), which marks it suspended until ``scontrol resume`` or ``scancel``.
+Steps sample themselves (plurmstepd); the policy looks at batch runs only.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from typing import Any, Callable
+
+from plurm.nodeagent import jobstate, stepusage
+from plurm.nodeagent.confinement import Confinement
+from plurm.nodeagent.tracking import RunningJob
+
+log = logging.getLogger("plurmd")
+
+
+def load_policies(conf_path: str) -> Any:
+    """The freeze policies (None: none could be loaded; jobs are never frozen then)."""
+    try:
+        from plurm.nodeagent.freezepolicy import Policies
+
+        return Policies.load(conf_path)
+    except ImportError:
+        return None
+    except Exception as exc:  # a bad plurm.conf: plurmd runs, without a policy, and says why
+        log.error("freeze policy not loaded: %s", exc)
+        return None
+
+
+class Sampler:
+    def __init__(self, confine: Confinement, every_s: float, policies: Any,
+                 send: Callable[[str, dict[str, Any]], None], node: str) -> None:
+        self.confine = confine
+        self.every_s = every_s
+        self.policies = policies
+        self.send = send
+        self.node = node
+        self.next_at = time.monotonic() + min(every_s, 1.0) if every_s > 0 else float("inf")
+        self.gpu_files = sorted({f for f in confine.gpu_files if f})
+
+    def pids(self, job: RunningJob) -> set[int]:
+        if self.confine.confined and job.uid >= 0:
+            return self.confine.pids(job.uid, job.job_id)
+        return stepusage.group_pids(job.pgid)
+
+    def due(self) -> bool:
+        return time.monotonic() >= self.next_at
+
+    def sample(self, jobs: list[RunningJob]) -> None:
+        self.next_at = time.monotonic() + self.every_s
+        for job in jobs:
+            if job.kill_at is not None or job.frozen:
+                continue  # ending, or frozen: nothing to learn, nothing to act on
+            pids = self.pids(job)
+            tasks = stepusage.pids_usage(pids)
+            job.gauge.add(tasks)
+            if self.policies is not None and tasks:
+                self._observe(job, pids, tasks[0].rss_kb * 1024)
+
+    def _observe(self, job: RunningJob, pids: set[int], rss_bytes: int) -> None:
+        from plurm.nodeagent.freezepolicy import Sample
+
+        files = self.confine.gpu_files
+        mine = [files[i] for i in job.gpus if i < len(files) and files[i]]
+        sample = Sample(job.job_id, job.uid, time.monotonic(), rss_bytes, job.mem_limit, mine,
+                        stepusage.opened_devices(pids, set(self.gpu_files)), self.gpu_files)
+        verdict = self.policies.observe(sample)
+        if verdict is None or verdict.action != "freeze":
+            return
+        log.warning("job %s frozen by the freeze policy: %s", job.job_id, verdict.cause)
+        self.freeze(job, True)
+        job.frozen = True
+        self.send("job_frozen", {"node": self.node, "job_id": job.job_id, "restarts": job.restarts,
+                                 "cause": verdict.cause})
+
+    def freeze(self, job: RunningJob, frozen: bool) -> None:
+        """The job's cgroup frozen or thawed; its process group stopped or continued without one."""
+        if not (self.confine.confined and job.uid >= 0 and self.confine.freeze(job.uid, job.job_id, frozen)):
+            jobstate.kill_group(job.pgid, signal.SIGSTOP if frozen else signal.SIGCONT)
+
+    def resumed(self, job: RunningJob) -> None:
+        if job.frozen and self.policies is not None:
+            self.policies.forget(job.job_id, resumed=True)
+        job.frozen = False
+
+    def ended(self, job_id: int) -> None:
+        if self.policies is not None:
+            self.policies.forget(job_id)
+
+
+def batch_usage(confine: Confinement, job: RunningJob) -> tuple[int, dict[str, float]]:
+    """The batch step's end on this node: what is left of the job killed (its cgroup), then
+    its OOM kills and usage (JobEnded.oom_kills, .usage).  CPU from the cgroup when it has
+    one, else from the supervisor's wait4; MaxRSS from the samples, or wait4's peak when it is
+    larger (a job shorter than the sampling interval).  The cgroup's own peak is not used: it
+    counts the page cache (a job that writes a large file would show it as RSS), and Slurm's
+    jobacct_gather/cgroup reports RSS from memory.stat's samples too."""
+    rusage = jobstate.read_rusage(job.run_dir)
+    cpu = {k: rusage[k] for k in ("user_cpu_s", "system_cpu_s") if k in rusage}
+    oom = 0
+    if confine.confined and job.uid >= 0:
+        oom, used = confine.finish_batch(job.uid, job.job_id)
+        if used.get("cpu_total_ns"):
+            cpu = {"user_cpu_s": used.get("cpu_user_ns", 0) / 1e9, "system_cpu_s": used.get("cpu_system_ns", 0) / 1e9}
+    return oom, job.gauge.usage(cpu, int(rusage.get("max_rss_kb", 0)))
