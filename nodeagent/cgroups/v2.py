@@ -177,7 +177,11 @@ def _kill(path: str, signum: int, timeout: float) -> bool:
             if not os.path.isdir(path):
                 return True
             raise
-        return base.wait_until(empty, timeout)
+        done = base.wait_until(empty, timeout)
+        # A frozen (suspended) cgroup dies frozen; thaw it, as v1's kill loop leaves it.
+        if base.read_or(os.path.join(path, "cgroup.freeze")).strip() == "1":
+            _freeze(path, "0", 1.0)
+        return done
     return base.frozen_kill_loop(lambda: _freeze(path, "1", 1.0), lambda: _freeze(path, "0", 1.0),
                                  lambda: _procs_below(path), signum, timeout)
 

@@ -477,6 +477,49 @@ def test_step_kill_all_leaves_the_other_steps(hierarchy: cgroups.Hierarchy) -> N
         keep.wait(timeout=30)
 
 
+def test_kill_all_kills_a_suspended_job(hierarchy: cgroups.Hierarchy) -> None:
+    # scancel of a job that scontrol suspend froze: the kill must not wait on the freezer.
+    job = hierarchy.job(0, 27)
+    job.create(cgroups.Limits())
+    step = job.step("batch")
+    step.create(cgroups.Limits())
+    child = _spawn(step, "import time; time.sleep(60)")
+    job.freeze()
+    assert job.frozen()
+    assert job.kill_all()
+    assert child.wait(timeout=30) == -signal.SIGKILL
+    assert not job.frozen() and job.remove()
+
+
+@pytest.mark.parametrize("hierarchy", [pytest.param(1, id="v1")], indirect=True)
+def test_v1_files_hold_what_slurm_writes(hierarchy: cgroups.Hierarchy) -> None:
+    """The values Slurm 22.05 wrote for a 1-CPU --mem=100M job with ConstrainCores,
+    ConstrainRAMSpace, ConstrainSwapSpace (AllowedSwapSpace=0) on this VM
+    (tests/integration/reference/cgroup/cg.layout_values_c1_mem100M_gpu1.txt)."""
+    conf = cgroups.CgroupConf(constrain_cores=True, constrain_ram=True, constrain_swap=True)
+    limits = conf.limits(cpus=[0], alloc_ram_bytes=100 * MIB)
+    job = hierarchy.job(0, 28)
+    job.create(limits)
+    step = job.step("batch")
+    step.create(limits)
+    v1 = {c: os.path.dirname(root) for c, root in hierarchy.roots.items()}  # type: ignore[attr-defined]
+    for level in ("uid_0/job_28", "uid_0/job_28/step_batch"):
+        memory = Path(v1["memory"], hierarchy.prefix, level)
+        for name in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes",
+                     "memory.soft_limit_in_bytes"):
+            assert (memory / name).read_text().strip() == "104857600", (level, name)
+        assert (memory / "memory.use_hierarchy").read_text().strip() == "1"
+        cpuset = Path(v1["cpuset"], hierarchy.prefix, level)
+        assert (cpuset / "cpuset.cpus").read_text().strip() == "0"
+        assert (cpuset / "cpuset.mems").read_text().strip() == "0"
+        assert Path(v1["freezer"], hierarchy.prefix, level, "freezer.state").read_text().strip() == "THAWED"
+    assert job.remove()
+    # As Slurm leaves it after the job: the prefix level stays, the user's level goes.
+    for controller in ("memory", "cpuset", "freezer"):
+        prefix = Path(v1[controller], hierarchy.prefix)
+        assert prefix.is_dir() and not [d for d in prefix.iterdir() if d.is_dir()]
+
+
 @pytest.mark.bench
 def test_bench_create_attach_kill_remove(hierarchy: cgroups.Hierarchy) -> None:
     """The cost of a job's cgroup life (create job + step, attach a process, kill_all, remove),
