@@ -3,8 +3,8 @@ task/cgroup lay them out (v1 and v2), for plurmd, its supervisors and plurmstepd
 
 The facade: ``read_conf`` (cgroup.conf), ``open_hierarchy`` (which version, where, which
 controllers), then per job ``Hierarchy.job(uid, job_id)`` -> ``JobCgroup`` (create with
-``Limits``, kill everything, freeze, remove) and its ``StepCgroup``s (``join`` in a task's
-preexec_fn, OOM count, usage).  Everything raises ``CgroupError`` subclasses.
+``Limits``, kill everything, freeze, remove) and its ``StepCgroup``s (``attach``, ``join`` in
+a root child's preexec_fn, OOM count, usage).  Everything raises ``CgroupError`` subclasses.
 
     conf = cgroups.read_conf("/etc/slurm/slurm.conf")
     hierarchy = cgroups.open_hierarchy(conf, "slurm")
@@ -12,7 +12,7 @@ preexec_fn, OOM count, usage).  Everything raises ``CgroupError`` subclasses.
     job.create(conf.limits(cpus=[2, 3], alloc_ram_bytes=mem_mb << 20))
     step = job.step("batch")
     step.create(cgroups.Limits())
-    subprocess.Popen(argv, preexec_fn=lambda: cgroups.join(step.join_paths()))
+    step.attach(shell_pid)   # held on its stdin until now; a root child: preexec_fn=join
     ...
     job.kill_all(); step.oom_kills(); step.usage(); job.remove()
 

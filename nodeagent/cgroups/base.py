@@ -52,9 +52,9 @@ class Limits:
     ram_bytes: int | None = None  # hard memory limit (None: not constrained)
     swap_bytes: int | None = None  # swap beyond ram: v1 memsw = ram + swap (None: not constrained)
     denied_devices: list[tuple[str, int, int]] = field(default_factory=list)  # ("c"|"b", major, minor)
-    # Slurm's soft limit: the allocation itself when AllowedRAMSpace > 100 (the hard limit is
-    # above it); None: the hard limit.  v1 memory.soft_limit_in_bytes, v2 memory.high is NOT
-    # used for it (memory.high throttles, a soft limit only guides reclaim): v2 memory.low no.
+    # Slurm's soft limit, v1's memory.soft_limit_in_bytes: the allocation when AllowedRAMSpace
+    # is above 100 %, else the hard limit (None: the hard limit).  v2 has nothing that means
+    # the same (memory.high throttles the job at it), so v2 leaves it.
     soft_ram_bytes: int | None = None
 
 
@@ -161,7 +161,7 @@ def rmdir(path: str) -> bool:
 def subdirs_deepest_first(path: str) -> list[str]:
     """Every cgroup directory below ``path`` (children before their parents), ``path`` last."""
     out: list[str] = []
-    for root, dirs, _ in os.walk(path, topdown=False):
+    for root, _, _ in os.walk(path, topdown=False):
         out.append(root)
     return out
 
@@ -222,6 +222,12 @@ def join(paths: list[str]) -> None:
     Safe in a ``preexec_fn`` between fork and exec: only os.open, os.write and os.close, no
     allocation-heavy work, no locks, no logging.  An OSError propagates (subprocess reports a
     failed preexec_fn to the parent: the launch fails rather than the task running unconfined).
+
+    Only for a child that is still root then: subprocess runs ``preexec_fn`` after it switched
+    to ``user=``/``group=``, and a job's user may not write root's cgroup.procs (EACCES).  A
+    task started as its owner gets its cgroup from its parent instead: the root parent moves
+    itself into the step before it forks (children inherit the cgroup), or moves the held
+    child with ``StepCgroup.attach`` before letting it exec.
     """
     for path in paths:
         fd = os.open(path, os.O_WRONLY)

@@ -67,7 +67,8 @@ class V1Hierarchy(base.Hierarchy):
     def warn_once(self, controller: str, what: str) -> None:
         if controller not in self._warned:
             self._warned.add(controller)
-            base.log.warning("cgroup/v1 (%s): no %s controller: %s", self.prefix, controller, what)
+            base.log.warning("cgroup/v1 (%s): no %s controller (not mounted, or not asked for by "
+                             "cgroup.conf): %s", self.prefix, controller, what)
 
     def dirs(self, rel: str, controllers: tuple[str, ...] | None = None) -> dict[str, str]:
         """controller -> directory of ``rel`` (relative to the prefix) for the controllers used."""

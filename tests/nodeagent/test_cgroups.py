@@ -290,6 +290,36 @@ def test_a_limit_without_its_controller_is_left_off_with_one_warning(
     assert _leftovers(prefix) == []
 
 
+def test_a_task_started_as_its_owner_inherits_its_parents_step(hierarchy: cgroups.Hierarchy) -> None:
+    """What plurmstepd does: join() cannot run after subprocess's switch to user= (the user may
+    not write root's cgroup.procs), so the root parent moves itself into the step and the
+    task it starts as its owner inherits the cgroup."""
+    job = hierarchy.job(65534, 29)
+    job.create(cgroups.Limits())
+    step = job.step("0")
+    step.create(cgroups.Limits())
+    paths = step.join_paths()
+    with pytest.raises(subprocess.SubprocessError):  # the limitation, as documented in join()
+        subprocess.run(["true"], user=65534, group=65534, preexec_fn=lambda: cgroups.join(paths))
+    parent_code = textwrap.dedent(f"""\
+        import os, subprocess, sys
+        from plurm.nodeagent import cgroups
+        h = cgroups.open_hierarchy(cgroups.CgroupConf(plugin={_conf(hierarchy.version).plugin!r},
+                                   mountpoint={_conf(hierarchy.version).mountpoint!r}), {hierarchy.prefix!r})
+        h.job(65534, 29).step("0").attach(os.getpid())
+        out = subprocess.run(["cat", "/proc/self/cgroup"], user=65534, group=65534,
+                             capture_output=True, text=True, check=True).stdout
+        print(out)
+        """)
+    parent = subprocess.run([sys.executable, "-c", parent_code], capture_output=True, text=True,
+                            timeout=60)
+    assert parent.returncode == 0, parent.stderr
+    where = f"{hierarchy.prefix}/uid_65534/job_29/step_0" if hierarchy.version == 1 else \
+        f"{hierarchy.prefix}/job_29/step_0"
+    assert where in parent.stdout
+    assert _wait(lambda: not job.pids()) and job.remove()
+
+
 def test_attach_moves_a_running_process(hierarchy: cgroups.Hierarchy) -> None:
     job = hierarchy.job(0, 18)
     job.create(cgroups.Limits())
