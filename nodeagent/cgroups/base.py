@@ -177,13 +177,17 @@ def signal_pids(pids: set[int], signum: int) -> None:
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` passes; the first looks come quickly
+    (a killed or frozen task usually settles within a millisecond), then every POLL_S."""
     deadline = time.monotonic() + timeout
+    pause = POLL_S / 16
     while True:
         if predicate():
             return True
         if time.monotonic() >= deadline:
             return False
-        time.sleep(POLL_S)
+        time.sleep(pause)
+        pause = min(pause * 2, POLL_S)
 
 
 def frozen_kill_loop(freeze: Callable[[], None], thaw: Callable[[], None],
