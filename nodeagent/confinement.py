@@ -41,13 +41,15 @@ from typing import Any
 log = logging.getLogger("plurmd")
 
 DEFAULT_PROCTRACK = "proctrack/cgroup"  # Slurm 22.05's default
-# slurmstepd's words for OOM kills in a step (sent to the job's error file, or srun's stderr).
-OOM_MESSAGE = ("slurmstepd: error: Detected {count} oom_kill event{plural} in StepId={job_id}.{step}. "
+# slurmstepd's words for OOM kills in a step, in the batch job's error file (Slurm 22.05.8's exact
+# text: tests/integration/reference/cgroup/cg.oom_batch_stderr.txt; for an srun step srun prints
+# it, after its "task N: Out Of Memory").
+OOM_MESSAGE = ("slurmstepd-{node}: error: Detected {count} oom-kill event(s) in StepId={job_id}.{step}. "
                "Some of your processes may have been killed by the cgroup out-of-memory handler.\n")
 
 
-def oom_message(count: int, job_id: int, step: str) -> str:
-    return OOM_MESSAGE.format(count=count, plural="s" if count != 1 else "", job_id=job_id, step=step)
+def oom_message(count: int, job_id: int, step: str, node: str) -> str:
+    return OOM_MESSAGE.format(count=count, job_id=job_id, step=step, node=node)
 
 
 class ConfinementError(Exception):

@@ -34,7 +34,6 @@ import os
 import platform
 import signal
 import socket
-import threading
 import time
 from typing import Any
 
@@ -46,8 +45,8 @@ from plurm.wire import auth, authtype, envelope, protocol, stepcred
 from plurm.wire.client import daemon_uids, key_path_for
 from plurm.wire.hardening import bind_address, guard, guarded_router
 from plurm.common import environment
-from plurm.nodeagent import jobstate, launch, sampling
-from plurm.nodeagent.confinement import Confinement, ConfinementError, acct_frequency, oom_message
+from plurm.nodeagent import jobstate, launch, sampling, stepusage
+from plurm.nodeagent.confinement import Confinement, ConfinementError, acct_frequency
 from plurm.nodeagent.devices import NodeDevices, UsageStats
 from plurm.nodeagent.jobstate import RunRecord, StepRecord
 from plurm.nodeagent.tracking import RunningJob, RunningStep, adopt, remove_run
@@ -113,10 +112,8 @@ class NodeDaemon:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         self.accel = NodeDevices(self.conf_path, node_name, self.node_conf.gres)
         self.accel.detect()
-        self._health: threading.Thread | None = None
-        self._next_health = time.monotonic() + HEALTH_INTERVAL_S
-        self._next_usage = time.monotonic() + min(USAGE_INTERVAL_S, 1.0)
         self.usage: dict[int, UsageStats] = {}
+        self.accel_work = sampling.AccelWork(self.accel, self.usage, HEALTH_INTERVAL_S, USAGE_INTERVAL_S)
         gpu_files = [d.device_file for d in self.accel.devices] or [
             f for e in self.accel.entries if e.name == "gpu" for f in e.files]
         self.confine = Confinement.load(self.conf, self.conf_path, node_name, gpu_files, self.spool)
@@ -171,29 +168,6 @@ class NodeDaemon:
         })
         for report in self.unacked.values():
             self.send_ctld("job_ended", report)
-
-    def _health_check(self) -> None:
-        """Accelerator health in a thread: probes take a while; the loop goes on."""
-        if self._health is not None and self._health.is_alive():
-            return
-        if not self.accel.devices or time.monotonic() < self._next_health:
-            return
-        self._next_health = time.monotonic() + HEALTH_INTERVAL_S
-        self._health = threading.Thread(target=self.accel.check_health, name="accel-health", daemon=True)
-        self._health.start()
-
-    def _sample_usage(self) -> None:
-        """Accelerator usage of the running jobs, in a thread (probes take a while)."""
-        if self._health is not None and self._health.is_alive():
-            return
-        if not self.accel.devices or time.monotonic() < self._next_usage:
-            return
-        self._next_usage = time.monotonic() + USAGE_INTERVAL_S
-        jobs = {job.job_id: list(job.gpus) for job in self.jobs.values() if job.gpus}
-        if jobs:
-            self._health = threading.Thread(target=self.accel.sample, args=(jobs, self.usage),
-                                            name="accel-usage", daemon=True)
-            self._health.start()
 
     def ping(self) -> None:
         self.send_ctld("node_ping", {
@@ -446,7 +420,7 @@ class NodeDaemon:
             if header["type"] == "launch_tasks":
                 reply = self.launch_step(header, msg)
             elif header["type"] == "step_stat":
-                reply = self.step_stat(header["uid"], msg)
+                reply = stepusage.step_stat(self, header["uid"], msg.job_id, msg.step_id)
             elif header["type"] == "attach_step":
                 reply = self.attach_step(header["uid"], msg)
             elif header["type"] == "signal_tasks":
@@ -480,30 +454,6 @@ class NodeDaemon:
         stepd_attach.post(self.spool, msg.job_id, msg.step_id, protocol.to_builtins(msg))
         return {"ok": True}
 
-    def step_stat(self, uid: int, msg: protocol.StepStat) -> dict[str, Any]:
-        """sstat / scontrol listpids: each step's tasks on this node, read from /proc now
-        (nodeagent/stepusage.py); a user sees the steps of their own jobs only."""
-        from plurm.nodeagent import stepusage
-
-        wanted: list[tuple[int, str, int, str]] = []  # (job, step, group leader, kind)
-        for job in self.jobs.values():
-            wanted.append((job.job_id, "batch", job.pgid, "batch"))
-        for (job_id, step_id), step in self.steps.items():
-            wanted.append((job_id, str(step_id), step.pid, "step"))
-        steps = []
-        for job_id, step_id, leader, kind in wanted:
-            if (msg.job_id and job_id != msg.job_id) or (msg.step_id and step_id != msg.step_id):
-                continue
-            try:
-                owner = os.stat(f"/proc/{leader}").st_uid
-            except OSError:
-                continue  # ended
-            if uid not in self.daemon_uids and uid != owner:
-                continue
-            tasks = stepusage.batch_usage(leader) if kind == "batch" else stepusage.step_usage(leader)
-            steps.append({"job_id": job_id, "step_id": step_id, "tasks": [t.as_dict() for t in tasks]})
-        return {"node": self.name, "steps": steps}
-
     def launch_step(self, header: dict, msg: protocol.LaunchTasks) -> dict[str, Any]:
         try:
             terms = stepcred.check(self.auth, msg.credential, self.daemon_uids, self.name, msg.job_id,
@@ -520,7 +470,7 @@ class NodeDaemon:
 
         scripts = NodeScripts.of(self)
         if msg.job_id not in scripts.epilogs and scripts.run_prolog(
-                self._step_job(msg, terms["nodes"]), self.name, self.conf_path, self.where,
+                launch.step_job(msg, terms["nodes"]), self.name, self.conf_path, self.where,
                 self.accel.binding) is not None:
             scripts.run_epilog(msg.job_id, self.name, self.conf_path)
             return {"error": "Job's prolog failed"}
@@ -545,22 +495,6 @@ class NodeDaemon:
                 msg.environment.pop(var, None)
             for name, indices in msg.job_gres.items():
                 msg.environment.update(self.accel.binding(name, indices))
-
-    @staticmethod
-    def _step_job(msg: protocol.LaunchTasks, nodes: list[str]) -> dict[str, Any]:
-        """The job as a Prolog sees it, on a node where its first process is a step (slurmd runs
-        the Prolog at a job's first launch on each node): from the step's credential and
-        environment."""
-        import pwd
-
-        try:
-            user = pwd.getpwuid(msg.uid).pw_name
-        except KeyError:
-            user = str(msg.uid)
-        env = msg.environment
-        job_nodes = _expand(env["SLURM_JOB_NODELIST"]) if env.get("SLURM_JOB_NODELIST") else list(msg.nodelist)
-        return {"job_id": msg.job_id, "partition": env.get("SLURM_JOB_PARTITION", ""), "nodes": job_nodes or nodes,
-                "spec": {"user_id": msg.uid, "group_id": msg.gid, "user": user}}
 
     @property
     def key_path(self) -> str:
@@ -595,21 +529,6 @@ class NodeDaemon:
         # Cgroups this plurmd made for jobs it no longer has (they ended while none watched).
         self.confine.sweep({(job.uid, job.job_id) for job in self.jobs.values()}
                            | {(step.record.uid, step.record.job_id) for step in self.steps.values()})
-
-    def _batch_end(self, job: RunningJob) -> tuple[int, dict[str, float]]:
-        """The job's cgroup emptied and removed (unless a newer run of the job is here: it is
-        that one's now), OOM kills told in the job's error file as slurmstepd does; the OOM
-        kills and usage for its end report."""
-        self.sampler.ended(job.job_id)
-        if any(other.job_id == job.job_id for other in self.jobs.values()):
-            return 0, {}
-        oom, usage = sampling.batch_usage(self.confine, job)
-        if oom:
-            log.warning("job %s: %d OOM kill(s) in its batch step", job.job_id, oom)
-            if job.err_path and not launch.append_as_owner(job.err_path, oom_message(oom, job.job_id, "batch"),
-                                                           job.uid):
-                log.error("job %s: could not write the OOM message to %s", job.job_id, job.err_path)
-        return oom, usage
 
     @staticmethod
     def _status(job: RunningJob, now: float) -> tuple[int, float] | None:
@@ -647,7 +566,7 @@ class NodeDaemon:
                 self.exiting.append(job.child)  # it writes the status, then exits: reaped soon
             code, end_time = status
             exit_code, exit_signal = (0, -code) if code < 0 else (code, 0)
-            oom, usage = self._batch_end(job)
+            oom, usage = self.sampler.batch_end(job, newer=any(o.job_id == job.job_id for o in self.jobs.values()))
             opening = self.opening.pop(key, None)
             if opening is not None:
                 opening.poll()  # (what the shell said came before its end)
@@ -716,8 +635,7 @@ class NodeDaemon:
                 except zmq.Again:
                     break
             try:
-                self._health_check()
-                self._sample_usage()
+                self.accel_work.turn(self.jobs.values())
                 if self.sampler.due():
                     self.sampler.sample(list(self.jobs.values()))
                 self.reap()
@@ -729,10 +647,4 @@ class NodeDaemon:
 
     def stop(self, *_args: Any) -> None:
         self.running = False
-
-
-def _expand(hostlist: str) -> list[str]:
-    from plurm.grammar.hostlist import expand
-
-    return expand(hostlist)
 

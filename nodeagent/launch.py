@@ -444,3 +444,19 @@ def start_stepd(msg: protocol.LaunchTasks, node_name: str, spool: str, key_path:
     proc.stdin.write(payload.encode())
     proc.stdin.close()
     return proc
+
+
+def step_job(msg: protocol.LaunchTasks, nodes: list[str]) -> dict[str, Any]:
+    """The job as a Prolog sees it, on a node where its first process is a step (slurmd runs
+    the Prolog at a job's first launch on each node): from the step's credential and
+    environment."""
+    from plurm.grammar.hostlist import expand
+
+    try:
+        user = pwd.getpwuid(msg.uid).pw_name
+    except KeyError:
+        user = str(msg.uid)
+    env = msg.environment
+    job_nodes = expand(env["SLURM_JOB_NODELIST"]) if env.get("SLURM_JOB_NODELIST") else list(msg.nodelist)
+    return {"job_id": msg.job_id, "partition": env.get("SLURM_JOB_PARTITION", ""), "nodes": job_nodes or nodes,
+            "spec": {"user_id": msg.uid, "group_id": msg.gid, "user": user}}

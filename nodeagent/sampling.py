@@ -8,17 +8,22 @@ verdict freezes the job's cgroup (SIGSTOP to its process groups when unconfined:
 process may have left them), logs a WARNING with the cause and tells the controller
 (``job_frozen``), which marks it suspended until ``scontrol resume`` or ``scancel``.
 Steps sample themselves (plurmstepd); the policy looks at batch runs only.
+
+The accelerators' health checks and usage samples run here too, in a thread each (their
+probes take a while; the loop goes on): ``AccelWork``.
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+import threading
 import time
+from collections.abc import Iterable
 from typing import Any, Callable
 
-from plurm.nodeagent import jobstate, stepusage
-from plurm.nodeagent.confinement import Confinement
+from plurm.nodeagent import jobstate, launch, stepusage
+from plurm.nodeagent.confinement import Confinement, oom_message
 from plurm.nodeagent.tracking import RunningJob
 
 log = logging.getLogger("plurmd")
@@ -96,6 +101,50 @@ class Sampler:
     def ended(self, job_id: int) -> None:
         if self.policies is not None:
             self.policies.forget(job_id)
+
+    def batch_end(self, job: RunningJob, newer: bool) -> tuple[int, dict[str, float]]:
+        """The run's batch step has ended: its cgroup emptied and removed (unless a ``newer``
+        run of the job is here: the cgroup is that one's now), OOM kills told in the job's error
+        file as slurmstepd does; (OOM kills, usage) for its end report."""
+        self.ended(job.job_id)
+        if newer:
+            return 0, {}
+        oom, usage = batch_usage(self.confine, job)
+        if oom:
+            log.warning("job %s: %d OOM kill(s) in its batch step", job.job_id, oom)
+            text = oom_message(oom, job.job_id, "batch", self.node)
+            if job.err_path and not launch.append_as_owner(job.err_path, text, job.uid):
+                log.error("job %s: could not write the OOM message to %s", job.job_id, job.err_path)
+        return oom, usage
+
+
+class AccelWork:
+    """Accelerator health checks and usage samples of the running jobs, in a thread at a time."""
+
+    def __init__(self, accel: Any, usage: dict[int, Any], health_every_s: float, usage_every_s: float) -> None:
+        self.accel = accel
+        self.usage = usage
+        self.health_every_s, self.usage_every_s = health_every_s, usage_every_s
+        self.thread: threading.Thread | None = None
+        self.next_health = time.monotonic() + health_every_s
+        self.next_usage = time.monotonic() + min(usage_every_s, 1.0)
+
+    def turn(self, jobs: Iterable[RunningJob]) -> None:
+        if not self.accel.devices or (self.thread is not None and self.thread.is_alive()):
+            return
+        now = time.monotonic()
+        if now >= self.next_health:
+            self.next_health = now + self.health_every_s
+            self._start(self.accel.check_health, (), "accel-health")
+        elif now >= self.next_usage:
+            self.next_usage = now + self.usage_every_s
+            held = {job.job_id: list(job.gpus) for job in jobs if job.gpus}
+            if held:
+                self._start(self.accel.sample, (held, self.usage), "accel-usage")
+
+    def _start(self, target: Callable[..., Any], args: tuple, name: str) -> None:
+        self.thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        self.thread.start()
 
 
 def batch_usage(confine: Confinement, job: RunningJob) -> tuple[int, dict[str, float]]:

@@ -12,7 +12,7 @@ it there, and this process stays outside (an OOM kill in the step never takes th
 reports it).  At the end it kills what is left in the step's cgroup (daemonized children),
 and the node's first task_exit message carries the step's OOM kills and usage on this node
 (sampled every JobAcctGatherFrequency; CPU from the cgroup, else from wait4), which srun
-gathers for the controller; OOM kills are also told on srun's stderr, as slurmstepd does.
+gathers for the controller (and prints slurmstepd's OOM line for, after its own words).
 """
 
 from __future__ import annotations
@@ -113,14 +113,14 @@ def main() -> int:
             send("task_exit", {"task": rank, "exit_code": 2, "signal": 0})
             continue
         proc = started.proc
-        if cgroup is not None:
+        if cgroup is not None and started.held_stopped():
             try:
-                cgroup.attach(proc.pid)
+                cgroup.attach(proc.pid)  # type: ignore[attr-defined]
             except Exception as exc:  # never a task outside its cgroup: it ends before it ran
                 proc.kill()
                 send("task_output", {"task": rank, "stream": 2,
                                      "data": f"slurmstepd: error: task {rank}: cannot join the step's cgroup: {exc}\n"})
-            started.release()
+        started.release()
         procs[rank] = proc
         if started.master is not None:
             pty_master[rank] = started.master
@@ -188,10 +188,7 @@ def main() -> int:
     if cgroup is not None:
         oom, cpu = _finish(cgroup, cpu)
     usage = gauge.usage(cpu, peak_kb)
-    first = True
-    if oom and task_ids:
-        text = confinement.oom_message(oom, msg["job_id"], str(msg["step_id"]))
-        send("task_output", {"task": task_ids[0], "stream": 2, "data": text})
+    first = True  # (srun tells the OOM kills, slurmstepd's line after its own: it has every node's)
     for rank in task_ids:
         if rank not in statuses:
             continue

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE_KB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) // 1024
@@ -220,3 +221,27 @@ class Gauge:
             if key in cpu:
                 usage[key] = round(float(cpu[key]), 3)
         return usage
+
+
+def step_stat(daemon: Any, uid: int, job_id: int, step_id: str) -> dict[str, Any]:
+    """sstat / scontrol listpids: each step's tasks on the daemon's node, read from /proc now;
+    a user sees the steps of their own jobs only (``daemon``: the NodeDaemon, for its runs,
+    steps, node name and daemon uids)."""
+    wanted: list[tuple[int, str, int, str]] = []  # (job, step, group leader, kind)
+    for job in daemon.jobs.values():
+        wanted.append((job.job_id, "batch", job.pgid, "batch"))
+    for (jid, sid), step in daemon.steps.items():
+        wanted.append((jid, str(sid), step.pid, "step"))
+    steps = []
+    for jid, sid, leader, kind in wanted:
+        if (job_id and jid != job_id) or (step_id and sid != step_id):
+            continue
+        try:
+            owner = os.stat(f"/proc/{leader}").st_uid
+        except OSError:
+            continue  # ended
+        if uid not in daemon.daemon_uids and uid != owner:
+            continue
+        tasks = batch_usage(leader) if kind == "batch" else step_usage(leader)
+        steps.append({"job_id": jid, "step_id": sid, "tasks": [t.as_dict() for t in tasks]})
+    return {"node": daemon.name, "steps": steps}

@@ -88,7 +88,7 @@ def _responding(cluster: Cluster) -> set[str]:
 class Confined:
     """The cluster, and plurmd's process (restartable)."""
 
-    def __init__(self, tmp: Path, proctrack: str = "proctrack/cgroup") -> None:
+    def __init__(self, tmp: Path, proctrack: str = "proctrack/cgroup", plurm_conf: str = "") -> None:
         ctld, p1, p2 = free_ports(3)
         self.tmp = tmp
         self.dev = tmp / "dev"
@@ -112,6 +112,8 @@ PartitionName=main Nodes={NODE} Default=YES MaxTime=10:00 State=UP
         (tmp / "cgroup.conf").write_text("CgroupPlugin=cgroup/v1\nConstrainCores=yes\nConstrainRAMSpace=yes\n"
                                          "ConstrainDevices=yes\n")
         (tmp / "gres.conf").write_text(f"NodeName={NODE} Name=gpu File={self.dev}/gpu[0-1]\n")
+        if plurm_conf:
+            (tmp / "plurm.conf").write_text(plurm_conf)
         write_key(tmp / "slurm.key")
         self.env = dict(os.environ, SLURM_CONF=str(self.conf))
         self.env.pop("SLURM_JOB_ID", None)
@@ -198,7 +200,8 @@ def test_memory_hog_is_oom_killed_and_the_node_stays_up(confined: Confined) -> N
                              "python3 -c 'x = bytearray(400 << 20); import time; time.sleep(5)'")
     job = confined.cluster.wait_state(job_id, {"OUT_OF_MEMORY", "FAILED", "COMPLETED"}, timeout=60)
     out = (confined.work / f"slurm-{job_id}.out").read_text()
-    assert f"Detected 1 oom_kill event in StepId={job_id}.batch" in out, out
+    assert (f"slurmstepd-{NODE}: error: Detected 1 oom-kill event(s) in StepId={job_id}.batch. Some of your "
+            "processes may have been killed by the cgroup out-of-memory handler.\n") in out, out
     assert job["state"] == "OUT_OF_MEMORY", job
     nodes = {n["name"]: n for n in confined.cluster.request("node_info", {})["nodes"]}
     assert nodes[NODE].get("responding") and "DRAIN" not in str(nodes[NODE].get("state", "")).upper()
@@ -283,6 +286,54 @@ def test_unconfined_with_proctrack_pgid(tmp_path: Path) -> None:
         out = (c.work / f"slurm-{job_id}.out").read_text()
         assert PREFIX not in out and not _job_dirs(job_id)
         assert "jobs run unconfined (process groups): ProctrackType=proctrack/pgid" in c.daemon_log()
+    finally:
+        c.stop()
+        _scrub()
+
+
+def test_steps_run_in_their_own_cgroup_within_the_jobs_cpus(confined: Confined) -> None:
+    show = "python3 -c 'import os; print(len(os.sched_getaffinity(0)), open(\"/proc/self/cgroup\").read())'"
+    job_id = confined.sbatch("-c1", "--mem=200M", "--wrap", f"srun {show}; {show}")
+    confined.cluster.wait_state(job_id, "COMPLETED", timeout=60)
+    out = (confined.work / f"slurm-{job_id}.out").read_text()
+    assert f"memory:/{PREFIX}/uid_0/job_{job_id}/step_0" in out, out
+    assert f"memory:/{PREFIX}/uid_0/job_{job_id}/step_batch" in out, out
+    assert out.count("1 ") >= 2 and not _job_dirs(job_id)
+
+
+def test_oom_in_a_step_is_told_by_srun(confined: Confined) -> None:
+    job_id = confined.sbatch("--mem=100M", "--wrap", "srun python3 -c 'x = bytearray(400 << 20)'")
+    confined.cluster.wait_state(job_id, {"OUT_OF_MEMORY", "FAILED", "COMPLETED"}, timeout=60)
+    out = (confined.work / f"slurm-{job_id}.out").read_text()
+    assert out.count(f"Detected 1 oom-kill event(s) in StepId={job_id}.0") == 1, out
+    assert not _job_dirs(job_id)
+
+
+def test_freeze_policy_freezes_a_leaking_job_and_resume_continues_it(tmp_path: Path) -> None:
+    _scrub()
+    c = Confined(tmp_path, plurm_conf="FreezePolicy=memory\nFreezeMemoryFraction=0.5\nFreezeMemoryFor=2\n")
+    try:
+        counter = c.work / "count"
+        job_id = c.sbatch("--mem=200M", "--wrap",
+                          f"python3 -c 'x = bytearray(130 << 20)\nimport time\ni = 0\nwhile True:\n"
+                          f"    i += 1; open(\"{counter}\", \"w\").write(str(i)); time.sleep(0.1)'")
+        wait_for(lambda: c.cluster.job(job_id).get("state") == "SUSPENDED", timeout=30, what="the policy to freeze it")
+        assert _freezer_state(job_id) == "FROZEN"
+        job = c.cluster.job(job_id)
+        squeue = c.cluster.run("squeue", "-j", str(job_id), "-h", "-o", "%T|%r", check=True).stdout.strip()
+        print("frozen:", squeue, job.get("reason"))
+        assert squeue.startswith("SUSPENDED|") and "memory" in squeue, squeue
+        assert f"job {job_id} frozen by the freeze policy" in c.daemon_log()
+        held = counter.read_text()
+        time.sleep(0.5)
+        assert counter.read_text() == held
+        c.cluster.run("scontrol", "resume", str(job_id), check=True)
+        wait_for(lambda: counter.read_text() != held, what="the job to go on")
+        time.sleep(3)  # (resumed: the policy that froze it leaves it alone from now on)
+        assert c.cluster.job(job_id).get("state") == "RUNNING" and _freezer_state(job_id) == "THAWED"
+        c.cluster.run("scancel", str(job_id), check=True)
+        c.cluster.wait_state(job_id, "CANCELLED")
+        wait_for(lambda: not _job_dirs(job_id), what="the job's cgroup to go")
     finally:
         c.stop()
         _scrub()
