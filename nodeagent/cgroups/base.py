@@ -38,6 +38,11 @@ class CreateError(CgroupError):
     """A job's or step's cgroup could not be made or limited: the launch fails."""
 
 
+class ParentGone(CreateError):
+    """mkdir found no parent: a level above was just removed (v1's ``uid_<uid>`` when the
+    user's last other job ended at that moment); making the chain again succeeds."""
+
+
 class FreezeTimeout(CgroupError):
     """The freezer did not reach the state asked for in time (a task in uninterruptible
     sleep, for instance); the cgroup may be left FREEZING."""
@@ -107,13 +112,20 @@ def write(path: str, value: str, error: type[CgroupError] = CgroupError) -> None
     try:
         fd = os.open(path, os.O_WRONLY)
     except OSError as exc:
-        raise error(f"{path}: {exc.strerror or exc}") from None
+        raise _gone_or(error, exc)(f"{path}: {exc.strerror or exc}") from None
     try:
         os.write(fd, value.encode())
     except OSError as exc:
-        raise error(f"cannot write {value!r} to {path}: {exc.strerror or exc}") from None
+        raise _gone_or(error, exc)(f"cannot write {value!r} to {path}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
+
+
+def _gone_or(error: type[CgroupError], exc: OSError) -> type[CgroupError]:
+    # ENOENT/ENODEV while making a cgroup: its directory was removed under us (ParentGone).
+    if issubclass(error, CreateError) and exc.errno in (errno.ENOENT, errno.ENODEV):
+        return ParentGone
+    return error
 
 
 def keyed(text: str) -> dict[str, int]:
@@ -140,6 +152,8 @@ def mkdir(path: str) -> bool:
         return True
     except FileExistsError:
         return False
+    except FileNotFoundError:
+        raise ParentGone(f"cannot create {path}: its parent is gone") from None
     except OSError as exc:
         raise CreateError(f"cannot create {path}: {exc.strerror or exc}") from None
 

@@ -25,6 +25,7 @@ from plurm.nodeagent.cgroups.base import CgroupError, CreateError, FreezeTimeout
 
 TRACKING = "freezer"
 ACCOUNTING = ("memory", "cpuacct")
+_CHAIN_TRIES = 5  # makes of a job's chain racing the removal of its uid_<uid> level
 _TICK_NS = 1_000_000_000 // (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 
 
@@ -218,7 +219,13 @@ class V1Job(base.JobCgroup):
 
     def create(self, limits: Limits) -> None:
         for controller, root in self.h.roots.items():
-            _make_chain(root, [f"uid_{self.uid}", f"job_{self.job_id}"], controller)
+            for attempt in range(_CHAIN_TRIES):
+                try:
+                    _make_chain(root, [f"uid_{self.uid}", f"job_{self.job_id}"], controller)
+                    break
+                except base.ParentGone:  # the user's level went with their last other job
+                    if attempt == _CHAIN_TRIES - 1:
+                        raise
         _apply(self.h, self.paths, limits)
 
     def exists(self) -> bool:

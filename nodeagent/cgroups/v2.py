@@ -64,6 +64,7 @@ class V2Hierarchy(base.Hierarchy):
         return sorted(out, key=lambda pair: pair[1])
 
     def remove(self) -> bool:
+        self._root_ready = False
         return base.rmdir(self.root)
 
     def ensure_root(self) -> None:

@@ -489,6 +489,32 @@ def test_remove_is_false_while_busy_and_leaves_nothing_after(hierarchy: cgroups.
     assert _leftovers(hierarchy.prefix) == []
 
 
+def test_jobs_of_one_user_made_and_removed_at_once(hierarchy: cgroups.Hierarchy) -> None:
+    # remove() takes v1's uid_<uid> level away when it is empty: a job of the same user being
+    # made at that moment must still be made (its chain is made again).
+    import threading
+
+    errors: list[BaseException] = []
+
+    def churn(job_id: int) -> None:
+        try:
+            for _ in range(150):
+                job = hierarchy.job(777, job_id)
+                job.create(cgroups.Limits())
+                job.step("batch").create(cgroups.Limits())
+                assert job.remove()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=churn, args=(n,)) for n in (31, 32)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert hierarchy.jobs() == []
+
+
 def test_step_kill_all_leaves_the_other_steps(hierarchy: cgroups.Hierarchy) -> None:
     job = hierarchy.job(0, 25)
     job.create(cgroups.Limits())
