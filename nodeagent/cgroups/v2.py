@@ -71,8 +71,17 @@ class V2Hierarchy(base.Hierarchy):
         if self._root_ready:
             return
         base.mkdir(self.root)
-        _enable(self.mount, self.enabled)
-        _enable(self.root, self.enabled)
+        try:
+            _enable(self.mount, self.enabled)
+            _enable(self.root, self.enabled)
+        except CreateError as exc:
+            # The mount point is not the real root and holds processes (a container's cgroup
+            # namespace): v2 refuses to hand controllers down from there.  Jobs still get
+            # tracking, kill, freeze and devices; the limits are left off, said once.
+            for controller in self.enabled:
+                self.missing[controller] = f"cannot be enabled ({exc}): left off"
+                self.warn_once(controller, self.missing[controller])
+            self.enabled = ()
         self._root_ready = True
 
 
