@@ -40,9 +40,10 @@ def step_usage(usage: dict[str, Any] | None, node: str | None = None) -> dict[st
                 out[key] = value[:256]
         elif isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 2 ** 63:
             out[key] = value
-    if out and node:
-        for key in _USAGE_NODES:
-            out.setdefault(key, node)
+    if node:
+        for peak, key in (("max_rss_kb", "max_rss_node"), ("max_vmsize_kb", "max_vmsize_node")):
+            if peak in out:
+                out.setdefault(key, node)
     return out
 
 

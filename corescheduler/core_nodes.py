@@ -120,6 +120,12 @@ class NodeEvents:
             step.exit_code, step.exit_signal = OOM_EXIT
         else:
             step.state = model.FAILED if exit_code or exit_signal else model.COMPLETED
+        if job is not None and (step.exit_code << 8 | step.exit_signal) > \
+                (job.derived_exit_code << 8 | job.derived_exit_signal):
+            # Slurm's derived exit code: the highest status of the job's srun steps, compared
+            # as wait statuses (an exit code outranks a signal; SIG_OOM shows as 0:125).
+            job.derived_exit_code, job.derived_exit_signal = step.exit_code, step.exit_signal
+            self._save(job)
         self._save_step(step)
 
     # ------------------------------------------------------------------ nodes

@@ -173,6 +173,7 @@ class Preemption:
         else:
             self.scheduler.release(job)
         job.frozen = ""
+        job.derived_exit_code = job.derived_exit_signal = 0  # (the next run's steps decide it)
         for name in job.nodes:
             self.nodes[name].last_busy_time = now
         if job.start_time is not None:  # the run that ends here: sacct -D shows it as REQUEUED

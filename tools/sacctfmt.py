@@ -233,7 +233,7 @@ def acct_job_row(job: dict, now: float, cluster: str, def_mem_per_cpu: int | Non
         # slurmdbd records a timed-out job's end when its limit is hit, before the batch
         # script's signal is known: 22.05's sacct shows 0:0 there (scontrol: 0:15).
         "ExitCode": "0:0" if state == "TIMEOUT" else job_exit(job),
-        "DerivedExitCode": f"{job.get('derived_exit_code', 0)}:0",
+        "DerivedExitCode": f"{job.get('derived_exit_code', 0)}:{job.get('derived_exit_signal', 0)}",
         **_times(elapsed, cpus, start, end),
         "Submit": iso(job.get("submit_time", 0.0)),
         "Eligible": iso(job.get("eligible_time")),
@@ -323,6 +323,8 @@ def acct_step_row(step: dict, job: dict, now: float, cluster: str, units: str | 
     }
     for key in _STEP_ZERO:
         row[key] = "0"
+    if step_id != "batch":  # (an srun step asks for no frequency: 22.05 shows Unknown there)
+        row.update(ReqCPUFreqMin="Unknown", ReqCPUFreqMax="Unknown", ReqCPUFreqGov="Unknown")
     for key in _STEP_ENERGY:
         row[key] = "energy=0" if key in ("TRESUsageInAve", "TRESUsageInTot", "TRESUsageOutAve",
                                          "TRESUsageOutTot") else ""
@@ -368,7 +370,8 @@ def acct_rows(jobs: list[dict], steps: list[dict], now: float, cluster: str, all
         if wanted_steps is None:
             for k, run in enumerate(runs):
                 earlier = dict(job, state=run.get("state") or "REQUEUED", completing=False, exit_code=0,
-                               exit_signal=0, derived_exit_code=0, start_time=run.get("start_time"),
+                               exit_signal=0, derived_exit_code=0, derived_exit_signal=0,
+                               start_time=run.get("start_time"),
                                end_time=run.get("end_time"), submit_time=run.get("submit_time", 0.0),
                                nodes=run.get("nodes") or [], cpus=run.get("cpus") or [])
                 group = [acct_job_row(earlier, now, cluster, def_mem_per_cpu)]

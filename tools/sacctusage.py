@@ -43,8 +43,9 @@ def mem(kib: float, units: str | None = None, noconvert: bool = False) -> str:
 
 
 def cpu_time(seconds: float) -> str:
-    """TotalCPU, UserCPU, SystemCPU: ``MM:SS.mmm`` below an hour, else ``[D-]HH:MM:SS``."""
-    millis = int(round(seconds * 1000))
+    """TotalCPU, UserCPU, SystemCPU: ``MM:SS.mmm`` below an hour, else ``[D-]HH:MM:SS``
+    (milliseconds cut, not rounded, as sacct's from its microseconds)."""
+    millis = int(round(seconds * 1e6)) // 1000
     secs, sub = divmod(millis, 1000)
     days, rest = divmod(secs, 86400)
     hours, rest = divmod(rest, 3600)
@@ -93,42 +94,63 @@ def job_cpu_cells(steps: list[dict]) -> dict[str, str]:
 
 class StepUsage:
     """A step line's usage columns (``cells``, empty when nothing was measured) and the parts
-    they add to its TRESUsageInMax/Ave/MaxNode/MaxTask strings (``tres``: column -> parts)."""
+    they add to its TRESUsageIn* strings (``tres``: column -> parts).  What plurm does not
+    measure (pages, fs/disk, energy) is left out or 0, as sacct shows a missing figure."""
 
     def __init__(self, step: dict, units: str | None = None, noconvert: bool = False) -> None:
         self.cells: dict[str, str] = {}
-        self.tres: dict[str, dict[str, str]] = {"TRESUsageInMax": {}, "TRESUsageInAve": {},
-                                                "TRESUsageInMaxNode": {}, "TRESUsageInMaxTask": {}}
+        self.tres: dict[str, dict[str, str]] = {}
         usage = step.get("usage") or {}
         nodes = step.get("nodes") or []
+        ntasks = max(int(step.get("ntasks") or 1), 1)
         for name, key, tres in (("RSS", "rss", "mem"), ("VMSize", "vmsize", "vmem")):
             peak, ave = _number(usage, f"max_{key}_kb"), _number(usage, f"ave_{key}_kb")
             if peak is not None:
-                node = usage.get(f"max_{key}_node") or (nodes[0] if nodes else "")
+                node = str(usage.get(f"max_{key}_node") or (nodes[0] if nodes else ""))
+                task = str(int(_number(usage, f"max_{key}_task") or 0))
                 self._put(f"Max{name}", "TRESUsageInMax", tres, mem(peak, units, noconvert))
-                self._put(f"Max{name}Node", "TRESUsageInMaxNode", tres, str(node))
-                self._put(f"Max{name}Task", "TRESUsageInMaxTask", tres, str(int(_number(usage, f"max_{key}_task") or 0)))
+                self._put(f"Max{name}Node", "TRESUsageInMaxNode", tres, node)
+                self._put(f"Max{name}Task", "TRESUsageInMaxTask", tres, task)
             if ave is not None:
                 self._put(f"Ave{name}", "TRESUsageInAve", tres, mem(ave, units, noconvert))
+                self._part("TRESUsageInTot", tres, mem(ave * ntasks, units, noconvert))
         cpu = step_cpu_seconds(usage)
         if cpu is not None:
             self.cells.update(cpu_cells(*cpu))
-            ntasks = max(int(step.get("ntasks") or 1), 1)
             total = cpu[0] + cpu[1]
+            node = nodes[0] if len(nodes) == 1 else str(usage.get("max_rss_node") or "")
             self._put("AveCPU", "TRESUsageInAve", "cpu", tres_time(total / ntasks))
-            self.tres["TRESUsageInMax"]["cpu"] = tres_time(total / ntasks)
+            self._part("TRESUsageInMax", "cpu", tres_time(total / ntasks))
+            self._part("TRESUsageInMaxNode", "cpu", node)
+            self._part("TRESUsageInMaxTask", "cpu", "0" if ntasks == 1 else
+                       str(int(_number(usage, "max_rss_task") or 0)))
+            self._part("TRESUsageInTot", "cpu", tres_time(total))
             if ntasks == 1:  # (one task: its figures are the step's minimum as well)
-                self.cells.update(MinCPU=tres_time(total), MinCPUNode=nodes[0] if nodes else "", MinCPUTask="0")
+                self.cells.update(MinCPU=tres_time(total), MinCPUNode=node, MinCPUTask="0")
+        if not self.tres:
+            return
+        for column in ("TRESUsageInMax", "TRESUsageInAve", "TRESUsageInTot"):
+            self._part(column, "energy", "0")
+        if "TRESUsageInMaxNode" in self.tres:
+            self._part("TRESUsageInMaxNode", "energy", self.tres["TRESUsageInMaxNode"].get(
+                "mem", next(iter(self.tres["TRESUsageInMaxNode"].values()))))
+        if ntasks == 1:
+            for column in ("", "Node", "Task"):
+                if f"TRESUsageInMax{column}" in self.tres:
+                    self.tres[f"TRESUsageInMin{column}"] = dict(self.tres[f"TRESUsageInMax{column}"])
+
+    def _part(self, column: str, tres: str, text: str) -> None:
+        self.tres.setdefault(column, {})[tres] = text
 
     def _put(self, column: str, tres_column: str, tres: str, text: str) -> None:
-        self.cells[column] = self.tres[tres_column][tres] = text
+        self.cells[column] = text
+        self._part(tres_column, tres, text)
 
     def apply(self, row: dict[str, str]) -> None:
         """Into a step's row: the columns, and the TRES parts merged into what it has."""
         row.update(self.cells)
         for column, parts in self.tres.items():
-            if parts:
-                row[column] = merge_tres(row.get(column, ""), parts)
+            row[column] = merge_tres(row.get(column, ""), parts)
 
 
 def merge_tres(existing: str, parts: dict[str, str]) -> str:

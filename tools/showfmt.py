@@ -341,7 +341,7 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
                  f"BatchFlag={1 if spec.get('batch', True) else 0} Reboot=0 "
                  f"ExitCode={job_exit(job)}")
     if details:
-        lines.append(f"DerivedExitCode={job.get('derived_exit_code', 0)}:0")
+        lines.append(f"DerivedExitCode={job.get('derived_exit_code', 0)}:{job.get('derived_exit_signal', 0)}")
     limit = job_limit_minutes(job)
     lines.append(f"RunTime={format_duration(run_seconds(job, now))} TimeLimit={format_time_limit(limit)} "
                  "TimeMin=N/A")

@@ -208,6 +208,14 @@ def _min_memory(job: dict, ctx: Context) -> str:
     return "0"
 
 
+def _reason(job: dict) -> str:
+    """%r: the job's reason; an out-of-memory end is Slurm's FAIL_OOM, ``OutOfMemory``."""
+    reason = str(job.get("reason", "None"))
+    if reason == "None" and job.get("state") == "OUT_OF_MEMORY":
+        return "OutOfMemory"
+    return reason
+
+
 def _reason_list(job: dict, ctx: Context) -> tuple[str, bool]:
     """%R: a pending or failed job's reason (squeue 22.05 also gives the out-of-memory
     ones theirs), else its nodes; a job a node's freeze policy froze shows why, so that
@@ -215,10 +223,7 @@ def _reason_list(job: dict, ctx: Context) -> tuple[str, bool]:
     state = job_state(job)
     if state in ("PENDING", "TIMEOUT", "FAILED", "OUT_OF_MEMORY", "DEADLINE") or \
             (state == "SUSPENDED" and job.get("frozen")):
-        reason = job.get("reason", "None")
-        if state == "OUT_OF_MEMORY" and reason == "None":
-            reason = "OutOfMemory"  # (Slurm's FAIL_OOM)
-        return f"({reason})", True
+        return f"({_reason(job)})", True
     return compress(job.get("nodes") or []), False
 
 
@@ -286,7 +291,7 @@ FIELDS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "P": ("PARTITION", ("partition",), lambda j, c: (str(j.get("partition", "")), True)),
     "q": ("QOS", ("qos",), lambda j, c: (_null(_spec(j).get("qos")), True)),
     "Q": ("PRIORITY", ("prioritylong",), lambda j, c: (str(int(j.get("priority", 0))), True)),
-    "r": ("REASON", ("reason",), lambda j, c: (str(j.get("reason", "None")), True)),
+    "r": ("REASON", ("reason",), lambda j, c: (_reason(j), True)),
     "R": ("NODELIST(REASON)", ("reasonlist",), _reason_list),
     "S": ("START_TIME", ("starttime",), lambda j, c: _time(_start_time(j, c.now), c)),
     "t": ("ST", ("statecompact",), lambda j, c: (job_state_code(j), True)),

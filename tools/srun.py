@@ -275,8 +275,8 @@ class Step:
             code, sig = self.exits.get(task, (0, signal.SIGKILL))
             if self.aborted_at is not None:  # 22.05 reports no task of an aborted step
                 worst_sig = worst_sig or sig
-            elif sig and self.usage.oom_node(self.task_node.get(task, "?")):
-                # Killed on a node where the kernel OOM-killed in the step's cgroup: 22.05's words.
+            elif (sig or code) and self.usage.oom_node(self.task_node.get(task, "?")):
+                # Ended on a node where the kernel OOM-killed in the step's cgroup: 22.05's words.
                 print(f"srun: error: {self.task_node.get(task, '?')}: task {task}: Out Of Memory", file=sys.stderr)
                 worst_sig = worst_sig or sig
             elif sig:
@@ -287,6 +287,11 @@ class Step:
                 print(f"srun: error: {self.task_node.get(task, '?')}: task {task}: Exited with exit code {code}",
                       file=sys.stderr)
             worst_code = max(worst_code, code)
+        for node, kills in sorted(self.usage.oom.items()):
+            # 22.05's slurmstepd says so on the step's stderr, after srun's task lines.
+            print(f"slurmstepd-{node}: error: Detected {kills} oom-kill event(s) in StepId={self.job['job_id']}."
+                  f"{self.step['step_id']}. Some of your processes may have been killed by the cgroup "
+                  "out-of-memory handler.", file=sys.stderr)
         return worst_code, worst_sig
 
     def close(self) -> None:
@@ -420,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         elif own_allocation:
             release(conn, job_id, code)
         conn.close()
+    if step.usage.oom_kills():
+        return code or 1  # (22.05's srun of an OOM-killed step: 1)
     return 128 + sig if sig and not code else code
 
 

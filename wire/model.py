@@ -166,7 +166,8 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     completing: bool = False  # finished, resources not yet released by plurmd
     exit_code: int = 0
     exit_signal: int = 0
-    derived_exit_code: int = 0
+    derived_exit_code: int = 0  # the worst srun step's status (Slurm's derived exit code)
+    derived_exit_signal: int = 0
     restarts: int = 0
     warned_run: int = -1  # the run (restarts) that got its --signal warning; -1: none yet
     earlier_runs: list[EarlierRun] = []  # the latest runs before a requeue (core_preempt._requeue), oldest first
