@@ -156,7 +156,9 @@ def run_seconds(job: dict, now: float) -> int:
     if start is None or job.get("state", "PENDING") == "PENDING":
         return 0
     end = job.get("end_time")
-    if job.get("state") in ("RUNNING", "SUSPENDED") and not job.get("completing"):
+    if job.get("state") == "SUSPENDED" and job.get("suspend_time") and not job.get("completing"):
+        end = job["suspend_time"]  # (RunTime stops while suspended: Slurm's SecsPreSuspend)
+    elif job.get("state") in ("RUNNING", "SUSPENDED") and not job.get("completing"):
         end = now
     elif end is None:
         end = now
@@ -375,8 +377,10 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
         end_s = iso(job.get("end_time"))
     lines.append(f"StartTime={start_s} EndTime={end_s} Deadline=N/A")
     scheduler = job.get("scheduler") or ("Backfill" if started else "Main")
-    lines.append(f"SuspendTime=None SecsPreSuspend=0 LastSchedEval={iso(job.get('last_sched_eval') or submit)} "
-                 f"Scheduler={scheduler}")
+    suspended = job.get("suspend_time") if state == "SUSPENDED" else None
+    lines.append(f"SuspendTime={iso(suspended) if suspended else 'None'} "
+                 f"SecsPreSuspend={run_seconds(job, now) if suspended else 0} "
+                 f"LastSchedEval={iso(job.get('last_sched_eval') or submit)} Scheduler={scheduler}")
     lines.append(f"Partition={job.get('partition') or spec.get('partition') or ''} "
                  f"AllocNode:Sid={spec.get('submit_host', 'localhost')}:0")
     req = spec.get("req_nodes") or []

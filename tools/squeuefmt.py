@@ -116,7 +116,9 @@ def time_used(job: dict, now: float) -> int:
     start = job.get("start_time")
     if state == "PENDING" or not start:
         return 0
-    if state in ("RUNNING", "SUSPENDED") or (state == "COMPLETING" and not job.get("end_time")):
+    if state == "SUSPENDED" and job.get("suspend_time"):
+        end = job["suspend_time"]  # (the clock stops while suspended or frozen, as Slurm's)
+    elif state in ("RUNNING", "SUSPENDED") or (state == "COMPLETING" and not job.get("end_time")):
         end = now
     else:
         end = job.get("end_time") or now

@@ -73,7 +73,9 @@ def test_the_long_capture_s_step_columns_that_plurm_measures() -> None:
              "max_vmsize_task": int(want["MaxVMSizeTask"]), "ave_vmsize_kb": kib(want["AveVMSize"])}
     job = {"job_id": int(want["JobIDRaw"].split(".")[0]), "spec": {}, "nodes": ["n1"], "cpus": [1], "mem": [400]}
     step = {"job_id": job["job_id"], "step_id": "batch", "name": "batch", "nodes": ["n1"], "ntasks": 1, "cpus": 1,
-            "start_time": 0.0, "end_time": 14.0, "state": "COMPLETED", "usage": usage}
+            "start_time": 0.0, "end_time": float(sum(int(p) * 60 ** i for i, p in
+                                                    enumerate(reversed(want["Elapsed"].split(":"))))),
+            "state": want["State"], "usage": usage}
     got = sacctfmt.acct_step_row(step, job, 100.0, "c")
     for column in ("MaxVMSize", "MaxVMSizeNode", "MaxVMSizeTask", "AveVMSize", "MaxRSS", "MaxRSSNode", "MaxRSSTask",
                    "AveRSS", "NTasks", "AllocCPUS", "Elapsed", "State", "ExitCode", "ReqCPUFreqMin"):
