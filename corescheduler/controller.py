@@ -383,8 +383,11 @@ class Controller(FailoverShell):
         who = self._who(header)
         step = self.service.step_create(msg, who, time.time())
         job = self.core.jobs[msg.job_id]  # the job's owner runs its tasks, whoever asked
+        # With the job's allocation: the limits of its cgroup on a node where it has no batch run.
+        allocation = {"nodes": list(job.nodes), "cpus": list(job.cpus), "mem": list(job.mem),
+                      "gres_alloc": [dict(units) for units in job.gres_alloc]}
         step["credential"] = stepcred.issue(self.auth, msg.job_id, step["step_id"], job.spec.user_id,
-                                            job.spec.group_id, list(step["nodes"]))
+                                            job.spec.group_id, list(step["nodes"]), job=allocation)
         return step
 
     def on_step_complete(self, header: dict, msg: protocol.StepComplete, ident: bytes) -> Any:

@@ -25,9 +25,15 @@ _TAG = b"plurm-step-credential"
 
 
 def issue(auth: AuthPlugin, job_id: int, step_id: int, uid: int, gid: int, nodes: list[str],
-          now: float | None = None) -> dict[str, str]:
-    payload = json.dumps({"job_id": job_id, "step_id": step_id, "uid": uid, "gid": gid, "nodes": nodes,
-                          "expires": (time.time() if now is None else now) + TTL_S})
+          now: float | None = None, job: dict[str, Any] | None = None) -> dict[str, str]:
+    """``job``: the job's allocation (``nodes``, ``cpus``, ``mem``, ``gres_alloc``, per node),
+    so that a node where the job has no batch run confines the step's job cgroup to it, on
+    the controller's word rather than srun's (as Slurm's job credential carries its limits)."""
+    terms: dict[str, Any] = {"job_id": job_id, "step_id": step_id, "uid": uid, "gid": gid, "nodes": nodes,
+                             "expires": (time.time() if now is None else now) + TTL_S}
+    if job is not None:
+        terms["job"] = job
+    payload = json.dumps(terms)
     credential = auth.credential(message_digest(_TAG, payload.encode()))
     return {"payload": payload, "credential": credential.decode("ascii")}
 
