@@ -6,6 +6,7 @@ suspends a job (Reason=Frozen(<cause>)) until scontrol resume or scancel.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from plurm.corescheduler.core import ClusterCore, CoreSettings
 from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.identity import Identity
 from plurm.corescheduler.service import Service
-from plurm.corescheduler.store import StateStore
+from plurm.corescheduler.stores import open_store
 from plurm.wire import model, protocol
 from plurm.wire.model import JobSpec, Node, Partition
 
@@ -115,11 +116,19 @@ def test_an_srun_step_with_oom_kills_is_out_of_memory_and_so_is_srun_s_own_alloc
     assert (job.state, job.exit_code, job.exit_signal) == (model.OUT_OF_MEMORY, 0, 125)
 
 
-def test_usage_survives_the_sqlite_store(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A state store location: SQLite in a folder, or a database of the test's PostgreSQL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "state")
+    return request.getfixturevalue("postgres").create_database(f"c_{uuid.uuid4().hex[:12]}")
+
+
+def test_usage_survives_the_store(location: str) -> None:
     core, service = _cluster()
     job_id = submit(core, service)
     ended(service, job_id, oom_kills=1, usage=USAGE)
-    store = StateStore(str(tmp_path / "state"))
+    store = open_store(location)
     try:
         store.apply(core.take_effects())
         store.commit()
