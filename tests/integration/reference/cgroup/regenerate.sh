@@ -7,6 +7,8 @@
 #          (`regenerate.sh index` only rebuilds INDEX.md = INDEX.head.md + the table from captures.tsv)
 # After:   cd /work/shared/slurm-anchor && PATH=/usr/sbin:/usr/bin:/sbin:/bin bash teardown.sh
 #
+# Only this anchor's node directories slurm_n1, slurm_n2 are looked at (plurm's own tests make
+# slurm, slurm_<node> directories of theirs on the same host at the same time).
 # Phases (each rewrites /etc/slurm/{slurm,cgroup,gres}.conf and restarts slurmctld + slurmd n1,n2
 # the way setup.sh starts them; slurmdbd, mariadb and munged keep running):
 #   stockdev  jobacct_gather/cgroup, the anchor's own fake GPUs (all four are `mknod c 1 3`, the
@@ -16,6 +18,7 @@
 #   linux     jobacct_gather/linux, distinct fake GPUs: OOM and usage again.
 #   variants  cgroup.conf variants (AllowedRAMSpace=150 + AllowedSwapSpace=50, RAM only, swap only):
 #             the limits written for --mem=100M and --mem=10M (MinRAMSpace).
+#   contain   the cg phase's config plus PrologFlags=Contain: the extern step's cgroup.
 # At the end setup.sh's slurm.conf/gres.conf come back, cgroup.conf is removed and the daemons
 # are restarted on them.  Every capture NAME: NAME.txt (stdout), NAME.stderr.txt (stderr, if any);
 # captures.tsv (name, phase, rc, seconds since start, command, note) -> INDEX.md's table.
@@ -145,7 +148,7 @@ wait_running() {   # wait_running J [STEP]: until RUNNING (and the step exists)
 # dumpcg J: every cgroup directory of job J (all v1 controllers) and the values Slurm wrote there
 dumpcg() {
   local d f
-  for d in $(find /sys/fs/cgroup/{memory,cpuset,devices,freezer,cpuacct} -path "*slurm*" -path "*job_$1*" -type d | sort); do
+  for d in $(find /sys/fs/cgroup/{memory,cpuset,devices,freezer,cpuacct}/slurm_n[12]/uid_*/job_"$1" -type d 2>/dev/null | sort); do
     echo "== $d"
     for f in memory.limit_in_bytes memory.memsw.limit_in_bytes memory.soft_limit_in_bytes memory.swappiness \
              memory.use_hierarchy memory.oom_control cpuset.cpus cpuset.mems devices.list freezer.state \
@@ -244,13 +247,13 @@ phase_cg() {
   j=$(submit -w n1 -c1 --mem=100M --gres=gpu:1 -o "$WORK/layout.out" --wrap "srun sleep 20")
   wait_running "$j" 0
   capsh cg.layout_find "the cgroup directories while batch job $j runs step 0 (-c1 --mem=100M --gres=gpu:1)" \
-    "find /sys/fs/cgroup/{memory,cpuset,devices,freezer,cpuacct} -path '*slurm*' -type d | sort"
+    "find /sys/fs/cgroup/{memory,cpuset,devices,freezer,cpuacct} -path '*/slurm_n[12]*' -type d | sort"
   capsh cg.layout_values_c1_mem100M_gpu1 "values Slurm wrote in each directory of that job" "dumpcg $j"
   capsh cg.layout_procs "where slurmstepd sits versus the tasks (/proc/PID/cgroup)" "procs $j"
   capsh cg.layout_node_level "the node-level and uid-level directories (slurm_n1, uid_0) values" \
     "for d in /sys/fs/cgroup/{memory,cpuset,devices,freezer}/slurm_n1 /sys/fs/cgroup/{memory,cpuset,devices,freezer}/slurm_n1/uid_0; do echo \"== \$d\"; for f in memory.limit_in_bytes memory.memsw.limit_in_bytes memory.soft_limit_in_bytes cpuset.cpus cpuset.mems devices.list freezer.state cgroup.procs; do [ -f \$d/\$f ] && echo \"\$f: \$(tr '\n' ' ' < \$d/\$f)\"; done; done"
   scancel "$j"; wait_end "$j"
-  capsh cg.layout_after_end "cgroup directories after the job ended" "find /sys/fs/cgroup/{memory,cpuset,devices,freezer,cpuacct} -path '*slurm*' -type d | sort"
+  capsh cg.layout_after_end "cgroup directories after the job ended" "find /sys/fs/cgroup/{memory,cpuset,devices,freezer,cpuacct} -path '*/slurm_n[12]*' -type d | sort"
   # --mem-per-cpu
   j=$(submit -w n1 -c2 --mem-per-cpu=150M -o /dev/null --wrap "srun sleep 15")
   wait_running "$j" 0
@@ -307,6 +310,12 @@ phase_cg() {
   cap cg.usage_sacct_units_M "usage: sacct --units=M -P" sacct -j "$j" --units=M -o JobID,MaxRSS,AveRSS,MaxVMSize -P
   cap cg.usage_sacct_default "usage: default sacct" sacct -j "$j"
   cap cg.usage_sacct_long "usage: sacct -l -P" sacct -j "$j" -l -P
+  # sstat while the batch step holds its 200 MB
+  j=$(submit -w n1 --mem=400M -o /dev/null --wrap "python3 $WORK/usage.py")
+  wait_running "$j"; sleep 2
+  cap cg.usage_sstat_batch "sstat of a running batch step holding 200 MB" sstat -j "$j.batch" -o JobID,MaxRSS,MaxRSSNode,MaxRSSTask,AveRSS,MaxVMSize,AveCPU,NTasks -P
+  cap cg.usage_sstat_job "sstat -j J (no step given)" sstat -j "$j" -o JobID,MaxRSS,AveRSS -P
+  wait_end "$j"
 
   # --- CPUs: affinity in -c1 and -c2, batch and srun; two busy processes in -c1
   j=$(submit -w n1 -c1 -o "$WORK/aff_c1.out" --wrap "python3 $WORK/affinity.py; echo ---; srun python3 $WORK/affinity.py")
@@ -335,7 +344,7 @@ phase_cg() {
   wait_running "$j" 0; sleep 1
   cap cg.suspend_scontrol_suspend "scontrol suspend" scontrol suspend "$j"
   sleep 2
-  capsh cg.suspend_freezer_state "freezer.state of the job's cgroups while suspended" "for f in \$(find /sys/fs/cgroup/freezer -path '*job_$j*' -name freezer.state | sort); do echo \"\$f: \$(cat \$f)\"; done"
+  capsh cg.suspend_freezer_state "freezer.state of the job's cgroups while suspended" "for f in \$(find /sys/fs/cgroup/freezer/slurm_n1/uid_0/job_$j -name freezer.state | sort); do echo \"\$f: \$(cat \$f)\"; done"
   cap cg.suspend_squeue "squeue while suspended" squeue -j "$j" -o '%i %T %r'
   cap cg.suspend_scontrol_show "scontrol show job while suspended" scontrol show job "$j"
   cap cg.suspend_sacct "sacct while suspended" sacct -j "$j" -o JobID,State,ExitCode -P
@@ -343,10 +352,27 @@ phase_cg() {
   sleep 3
   cap cg.suspend_scontrol_resume "scontrol resume" scontrol resume "$j"
   sleep 3
-  capsh cg.suspend_freezer_after_resume "freezer.state after resume" "for f in \$(find /sys/fs/cgroup/freezer -path '*job_$j*' -name freezer.state | sort); do echo \"\$f: \$(cat \$f)\"; done"
+  capsh cg.suspend_freezer_after_resume "freezer.state after resume" "for f in \$(find /sys/fs/cgroup/freezer/slurm_n1/uid_0/job_$j -name freezer.state | sort); do echo \"\$f: \$(cat \$f)\"; done"
   cap cg.suspend_squeue_after_resume "squeue after resume" squeue -j "$j" -o '%i %T %r'
   scancel "$j"; wait_end "$j"
   capsh cg.suspend_out_gap "the job's output: the seconds printed (a gap while frozen)" "tail -n 12 $WORK/susp.out | tr '\n' ' '; echo"
+  # an interactive srun whose job is suspended and resumed: what srun prints
+  srun -w n1 bash -c 'for i in $(seq 8); do date +%s; sleep 1; done' >"$WORK/srun_susp.out" 2>"$WORK/srun_susp.err" &
+  local srunpid=$!
+  sleep 3; k=$(squeue -h -o %i --sort=-i | head -n 1)
+  scontrol suspend "$k"; sleep 3; scontrol resume "$k"
+  wait "$srunpid"; echo "rc=$?" >>"$WORK/srun_susp.out"
+  cap cg.suspend_srun_stdout "srun of an 8 s loop suspended 3 s: its stdout (and rc)" cat "$WORK/srun_susp.out"
+  cap cg.suspend_srun_stderr "its stderr" cat "$WORK/srun_susp.err"
+  # scancel of a suspended job
+  j=$(submit -w n1 -o "$WORK/susp_cancel.out" --wrap "srun sleep 60")
+  wait_running "$j" 0
+  scontrol suspend "$j"; sleep 2
+  cap cg.suspend_scancel "scancel of a suspended job" scancel "$j"
+  wait_end "$j"
+  cap cg.suspend_scancel_sacct "its sacct" sacct -j "$j" -o JobID,State,ExitCode -P
+  cap cg.suspend_scancel_out "its output" cat "$WORK/susp_cancel.out"
+  capsh cg.suspend_scancel_cgroups "its cgroups afterwards (none)" "find /sys/fs/cgroup/{memory,cpuset,devices,freezer,cpuacct} -regex '.*/slurm_n[12]/uid_[0-9]*/job_$j\\(/.*\\)?' -type d"
 
   # --- devices: a --gres=gpu:1 job opening its own fake GPU and the others
   local devs="$DEVS/nvidia0 $DEVS/nvidia1 $DEVS/nvidia2 $DEVS/nvidia3 /dev/null /dev/zero"
@@ -410,6 +436,24 @@ phase_variants() {
   done
 }
 
+# PrologFlags=Contain: the extern step and its cgroup
+phase_contain() {
+  local j
+  PHASE=contain; echo "phase $PHASE"
+  configure cgroup distinct
+  echo "PrologFlags=Contain" >>"$ETC/slurm.conf"
+  restart_daemons
+  cap contain.00_slurm_conf_tail "slurm.conf of this phase: the cg phase's plus PrologFlags=Contain" tail -n 3 "$ETC/slurm.conf"
+  j=$(submit -w n1 -c1 --mem=100M -o /dev/null --wrap "srun sleep 12")
+  wait_running "$j" 0
+  capsh contain.layout_find "cgroup directories of a job with a step under PrologFlags=Contain" "find /sys/fs/cgroup/{memory,cpuset,devices,freezer,cpuacct} -regex '.*/slurm_n[12]/uid_[0-9]*/job_$j\\(/.*\\)?' -type d | sort"
+  capsh contain.layout_procs "slurmstepd and task processes (extern's sleep)" "procs $j"
+  capsh contain.layout_values "values" "dumpcg $j"
+  wait_end "$j"
+  cap contain.sacct_P "sacct -P: the extern step" sacct -j "$j" -o JobID,JobName,State,ExitCode,MaxRSS,TotalCPU -P
+  cap contain.sacct_default "default sacct" sacct -j "$j"
+}
+
 restore() {
   PHASE=restore; echo "restoring setup.sh's config"
   cp "$BASE/orig.slurm.conf" "$ETC/slurm.conf"; cp "$BASE/orig.gres.conf" "$ETC/gres.conf"; rm -f "$ETC/cgroup.conf"
@@ -429,7 +473,7 @@ write_index() {
 }
 
 if [ "${1:-}" = index ]; then write_index; exit 0; fi   # only rebuild INDEX.md from captures.tsv
-phases=("$@"); [ ${#phases[@]} -eq 0 ] && phases=(stockdev cg linux variants)
+phases=("$@"); [ ${#phases[@]} -eq 0 ] && phases=(stockdev cg linux variants contain)
 for p in "${phases[@]}"; do "phase_$p"; done
 restore
 [ -f "$HERE/INDEX.head.md" ] && write_index
