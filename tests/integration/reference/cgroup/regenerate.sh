@@ -465,10 +465,13 @@ write_index() {
   {
     cat "$HERE/INDEX.head.md"
     echo
-    echo "| file | phase | t | rc | command | note |"
-    echo "| --- | --- | --- | --- | --- | --- |"
-    awk -F'\t' '{ c = $5; gsub(/\|/, "\\|", c); n = $6; gsub(/\|/, "\\|", n);
-                  printf "| %s.txt | %s | %s | %s | `%s` | %s |\n", $1, $2, $4, $3, c, n }' "$TSV"
+    echo "| file | stderr | phase | t | rc | command | note |"
+    echo "| --- | --- | --- | --- | --- | --- | --- |"
+    local name phase rc t cmd note err
+    while IFS=$'\t' read -r name phase rc t cmd note; do
+      err=""; [ -f "$OUTDIR/$name.stderr.txt" ] && err="$name.stderr.txt"
+      printf '| %s.txt | %s | %s | %s | %s | `%s` | %s |\n' "$name" "$err" "$phase" "$t" "$rc" "${cmd//|/\\|}" "${note//|/\\|}"
+    done <"$TSV"
   } >"$OUTDIR/INDEX.md"
 }
 
