@@ -10,8 +10,9 @@ plurmd decides once, at start (``Confinement.load``), from slurm.conf and cgroup
   it, so that the end of the job kills all of them, daemonized ones too (``kill_all``).
   Constraints come with ``task/cgroup`` only, each as cgroup.conf's ``Constrain*`` key says:
   the job's CPUs (cpuset), its memory (the allocation x AllowedRAMSpace%, at least
-  MinRAMSpace; swap per ConstrainSwapSpace/AllowedSwapSpace), its GPUs (the device files of
-  the node's other GPUs denied).  With ``task/cgroup`` but another ProctrackType plurm tracks
+  MinRAMSpace, at most MaxRAMPercent of the node's RealMemory; soft limit the allocation;
+  swap per ConstrainSwapSpace/AllowedSwapSpace), its GPUs (the device files of the node's
+  other GPUs denied).  With ``task/cgroup`` but another ProctrackType plurm tracks
   with cgroups all the same (a cgroup that holds the job's processes is what its end kills);
   Slurm would kill by its proctrack plugin's means.
 - **process groups** otherwise (not root, ``proctrack/pgid`` or ``proctrack/linuxproc``, no
@@ -32,6 +33,7 @@ under a prefix it happens to share.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import stat
@@ -41,6 +43,7 @@ from typing import Any
 log = logging.getLogger("plurmd")
 
 DEFAULT_PROCTRACK = "proctrack/cgroup"  # Slurm 22.05's default
+MIB = 1024 * 1024
 # slurmstepd's words for OOM kills in a step, in the batch job's error file (Slurm 22.05.8's exact
 # text: tests/integration/reference/cgroup/cg.oom_batch_stderr.txt; for an srun step srun prints
 # it, after its "task N: Out Of Memory").
@@ -101,13 +104,14 @@ class Confinement:
     """One plurmd's way of holding its jobs: a cgroup hierarchy, or None (process groups)."""
 
     def __init__(self, hierarchy: Any, cgconf: Any, constrain: bool, why: str, prefix: str, node_cpus: int,
-                 gpu_files: list[str | None], spool: str) -> None:
+                 gpu_files: list[str | None], spool: str, node_ram_mb: int = 0) -> None:
         self.hierarchy = hierarchy
         self.cgconf = cgconf
         self.constrain = constrain
         self.why = why
         self.prefix = prefix
         self.node_cpus = max(1, node_cpus)
+        self.node_ram_mb = node_ram_mb
         self.allowed = sorted(os.sched_getaffinity(0))
         self.gpu_files = gpu_files
         self.marks = os.path.join(spool, "cgroups")
@@ -146,7 +150,7 @@ class Confinement:
         else:
             log.info("node %s: jobs in cgroup v%s under %s%s", node_name, hierarchy.version, prefix,
                      " with task/cgroup constraints" if constrain else "")
-        return cls(hierarchy, cgconf, constrain, why, prefix, node.cpus, gpu_files, spool)
+        return cls(hierarchy, cgconf, constrain, why, prefix, node.cpus, gpu_files, spool, node.real_memory)
 
     # ------------------------------------------------------------ what a job gets
     def pick_cpus(self, count: int, used: set[int]) -> list[int]:
@@ -160,26 +164,15 @@ class Confinement:
         return sorted({self.allowed[i % len(self.allowed)] for i in indices})
 
     def limits(self, cpu_indices: list[int], mem_mb: int, gpus: list[int]) -> Any:
+        """The job's Limits on this node (cgroup.conf's arithmetic: nodeagent/cgroups); none
+        without task/cgroup.  ``mem_mb`` 0 (no memory allocated): MaxRAMPercent of the node's."""
         from plurm.nodeagent import cgroups
 
-        limits = cgroups.Limits()
-        conf = self.cgconf
-        if not self.constrain or conf is None:
-            return limits
-        if conf.constrain_cores and cpu_indices:
-            limits.cpus = self.machine_cpus(cpu_indices)
-        alloc = mem_mb * 1024 * 1024
-        floor = conf.min_ram_mb * 1024 * 1024
-        if alloc > 0 and conf.constrain_ram:
-            limits.ram_bytes = max(floor, int(alloc * conf.allowed_ram_percent / 100))
-            if conf.constrain_swap:
-                limits.swap_bytes = int(alloc * conf.allowed_swap_percent / 100)
-        elif alloc > 0 and conf.constrain_swap:  # (cgroup.conf(5): RAM and RAM+swap both at the swap limit)
-            limits.ram_bytes = max(floor, int(alloc * (100 + conf.allowed_swap_percent) / 100))
-            limits.swap_bytes = 0
-        if conf.constrain_devices:
-            limits.denied_devices = self.denied_devices(gpus)
-        return limits
+        if not self.constrain or self.cgconf is None:
+            return cgroups.Limits()
+        return self.cgconf.limits(cpus=self.machine_cpus(cpu_indices) if cpu_indices else None,
+                                  alloc_ram_bytes=mem_mb * MIB, total_ram_bytes=self.node_ram_mb * MIB,
+                                  denied_devices=self.denied_devices(gpus))
 
     def denied_devices(self, gpus: list[int]) -> list[tuple[str, int, int]]:
         """The device numbers of this node's GPU files that are not the job's."""
@@ -203,9 +196,13 @@ class Confinement:
         return None if self.hierarchy is None else self.hierarchy.job(uid, job_id)
 
     def _mark(self, uid: int, job_id: int) -> None:
+        """The spool's note of a job cgroup made here: which hierarchy, so that a teardown
+        without plurmd (``kill_marked``) finds it too."""
+        from dataclasses import asdict
+
         os.makedirs(self.marks, mode=0o700, exist_ok=True)
-        with open(os.path.join(self.marks, f"{uid}.{job_id}"), "w"):
-            pass
+        with open(os.path.join(self.marks, f"{uid}.{job_id}"), "w") as handle:
+            json.dump({"conf": asdict(self.cgconf), "prefix": self.prefix}, handle)
 
     def _unmark(self, uid: int, job_id: int) -> None:
         try:
@@ -230,9 +227,12 @@ class Confinement:
         job = self.job(uid, job_id)
         if job is None:
             return []
+        self._claim(job, uid, job_id)
         try:
             self._mark(uid, job_id)
             job.create(limits)
+            if job.frozen():  # (a leftover of an earlier run of the job, frozen when it went)
+                job.thaw()
             step = job.step("batch")
             step.create(limits)
             return list(step.join_paths())
@@ -250,6 +250,8 @@ class Confinement:
             return None
         from plurm.nodeagent import cgroups
 
+        if not job_here:
+            self._claim(job, uid, job_id)
         try:
             self._mark(uid, job_id)
             if not job_here:
@@ -259,6 +261,25 @@ class Confinement:
             return Setup(list(step.join_paths()), asdict(self.cgconf), self.prefix, uid, job_id, str(step_id))
         except Exception as exc:
             raise ConfinementError(f"cannot create the step's cgroup: {exc}") from exc
+
+    def _claim(self, job: Any, uid: int, job_id: int) -> None:
+        """A job cgroup that exists already and is not one this plurmd made: an empty leftover
+        (a cluster torn down without its plurmd) is removed; one with processes belongs to
+        another daemon under the same prefix (two clusters, or a real slurmd, naming a node
+        alike on this host) and is never used, nor touched."""
+        try:
+            if not job.exists() or (uid, job_id) in self.marked():
+                return
+            if job.pids():
+                raise ConfinementError(f"the cgroup of job {job_id} under {self.prefix} holds another daemon's "
+                                       f"processes (a second cluster or slurmd with node names like this one's "
+                                       f"on this host?)")
+            job.thaw()
+            job.remove()
+        except ConfinementError:
+            raise
+        except Exception as exc:
+            raise ConfinementError(f"cannot take over the leftover cgroup of job {job_id}: {exc}") from exc
 
     def finish_batch(self, uid: int, job_id: int) -> tuple[int, dict[str, int]]:
         """The batch shell has ended: kill what is left of the job (its steps' tasks too, as a
@@ -304,6 +325,11 @@ class Confinement:
             removed = False
         if removed:
             self._unmark(uid, job_id)
+            if not self.marked():  # the last job here: no empty slurm* level left behind
+                try:
+                    self.hierarchy.remove()
+                except Exception:
+                    pass  # another daemon's job under the same prefix keeps it
         else:
             log.error("job %s: its cgroup is still busy; left for the next clean-up", job_id)
 
@@ -348,3 +374,35 @@ class Confinement:
                 self._unmark(uid, job_id)
             swept.append((uid, job_id))
         return swept
+
+
+def kill_marked(spool: str) -> int:
+    """Kill and remove every job cgroup the spool's marks name (a cluster torn down while
+    plurmd is not running: its jobs' daemonized processes go too).  Returns how many went."""
+    marks = os.path.join(spool, "cgroups")
+    try:
+        names = os.listdir(marks)
+    except FileNotFoundError:
+        return 0
+    done = 0
+    for name in names:
+        uid, _, job_id = name.partition(".")
+        path = os.path.join(marks, name)
+        try:
+            with open(path) as handle:
+                data = json.load(handle)
+            from plurm.nodeagent import cgroups
+
+            hierarchy = cgroups.open_hierarchy(cgroups.CgroupConf(**data["conf"]), data["prefix"])
+            job = hierarchy.job(int(uid), int(job_id))
+            if not job.exists():
+                os.unlink(path)
+                continue
+            job.thaw()
+            job.kill_all(9)
+            if job.remove():
+                os.unlink(path)
+                done += 1
+        except Exception as exc:  # an unreadable mark, a hierarchy gone: logged, the rest go on
+            log.error("cgroups: %s: %s", path, exc)
+    return done

@@ -326,4 +326,8 @@ def kill_recorded(spool: str) -> list[int]:
     for proc in supervisors:
         if proc.alive():
             kill_group(proc.pid, signal.SIGKILL)
+    if os.path.isdir(os.path.join(spool, "cgroups")):  # confined jobs: what left their groups too
+        from plurm.nodeagent.confinement import kill_marked
+
+        kill_marked(spool)
     return killed

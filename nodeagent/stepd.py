@@ -244,6 +244,7 @@ def _finish(cgroup: object, cpu: dict[str, float]) -> tuple[int, dict[str, float
         used = cgroup.usage()  # type: ignore[attr-defined]
         if used.get("cpu_total_ns"):
             cpu = {"user_cpu_s": used.get("cpu_user_ns", 0) / 1e9, "system_cpu_s": used.get("cpu_system_ns", 0) / 1e9}
+        cgroup.remove()  # type: ignore[attr-defined]  # (the job's end removes what is left)
     except Exception as exc:
         sys.stderr.write(f"plurmstepd: the step's cgroup at its end: {exc}\n")
     return oom, cpu
