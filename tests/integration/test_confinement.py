@@ -88,13 +88,14 @@ def _responding(cluster: Cluster) -> set[str]:
 class Confined:
     """The cluster, and plurmd's process (restartable)."""
 
-    def __init__(self, tmp: Path, proctrack: str = "proctrack/cgroup", plurm_conf: str = "") -> None:
+    def __init__(self, tmp: Path, proctrack: str = "proctrack/cgroup", plurm_conf: str = "",
+                 devices: list[tuple[int, int]] | None = None, constrain_devices: bool = True) -> None:
         ctld, p1, p2 = free_ports(3)
         self.tmp = tmp
         self.dev = tmp / "dev"
         self.dev.mkdir()
-        for i in range(2):
-            os.mknod(self.dev / f"gpu{i}", 0o666 | 0o020000, os.makedev(GPU_MAJOR, i))
+        for i, (major, minor) in enumerate(devices or [(GPU_MAJOR, 0), (GPU_MAJOR, 1)]):
+            os.mknod(self.dev / f"gpu{i}", 0o666 | 0o020000, os.makedev(major, minor))
         self.conf = tmp / "slurm.conf"
         self.conf.write_text(f"""ClusterName=confined
 SlurmctldHost=ctl(127.0.0.1)
@@ -110,7 +111,7 @@ NodeName=cgt[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port={p1},{p2} CPUs=
 PartitionName=main Nodes={NODE} Default=YES MaxTime=10:00 State=UP
 """)
         (tmp / "cgroup.conf").write_text("CgroupPlugin=cgroup/v1\nConstrainCores=yes\nConstrainRAMSpace=yes\n"
-                                         "ConstrainDevices=yes\n")
+                                         f"ConstrainDevices={'yes' if constrain_devices else 'no'}\n")
         (tmp / "gres.conf").write_text(f"NodeName={NODE} Name=gpu File={self.dev}/gpu[0-1]\n")
         if plurm_conf:
             (tmp / "plurm.conf").write_text(plurm_conf)
@@ -401,3 +402,26 @@ def test_leftover_cgroups_are_taken_over_and_another_daemons_never(confined: Con
     finally:
         other.kill()
         other.wait()
+
+
+def test_freeze_policy_freezes_a_job_that_holds_another_gpu_open(tmp_path: Path) -> None:
+    """Devices not constrained (ConstrainDevices=no), the two "GPUs" as /dev/null's and
+    /dev/zero's numbers so that they open: a --gres=gpu:1 job that holds the other one open is
+    frozen by FreezePolicy=device."""
+    _scrub()
+    c = Confined(tmp_path, plurm_conf="FreezePolicy=device\n", devices=[(1, 3), (1, 5)], constrain_devices=False)
+    try:
+        job_id = c.sbatch("--gres=gpu:1", "--mem=100M", "--wrap",
+                          f"exec 3<{c.dev}/gpu0 4<{c.dev}/gpu1; sleep 600")
+        wait_for(lambda: c.cluster.job(job_id).get("state") == "SUSPENDED", timeout=30, what="the policy to freeze it")
+        assert _freezer_state(job_id) == "FROZEN"
+        reason = c.cluster.job(job_id).get("reason", "")
+        print("frozen:", reason)
+        assert f"opened {c.dev}/gpu" in reason and "not allocated" in reason, reason  # (just the other one)
+        assert reason.count(f"{c.dev}/gpu") == 1, reason
+        c.cluster.run("scancel", str(job_id), check=True)
+        c.cluster.wait_state(job_id, "CANCELLED")
+        wait_for(lambda: not _job_dirs(job_id), what="the job's cgroup to go")
+    finally:
+        c.stop()
+        _scrub()
