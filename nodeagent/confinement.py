@@ -344,12 +344,13 @@ class Confinement:
             log.error("job %s: %s its cgroup: %s", job_id, "freezing" if frozen else "thawing", exc)
         return True
 
-    def pids(self, uid: int, job_id: int) -> set[int]:
+    def pids(self, uid: int, job_id: int, step: str | None = None) -> set[int]:
+        """The job's processes here (every step's), or those of one step (``batch``)."""
         job = self.job(uid, job_id)
         if job is None:
             return set()
         try:
-            return set(job.pids())
+            return set(job.pids() if step is None else job.step(step).pids())
         except Exception:
             return set()
 

@@ -53,10 +53,13 @@ class Sampler:
         self.next_at = time.monotonic() + min(every_s, 1.0) if every_s > 0 else float("inf")
         self.gpu_files = sorted({f for f in confine.gpu_files if f})
 
-    def pids(self, job: RunningJob) -> set[int]:
+    def pids(self, job: RunningJob) -> tuple[set[int], set[int]]:
+        """(the batch step's processes, all the job's here): its cgroups', else its process
+        group's (the steps' tasks are in their plurmstepd's groups then, not seen)."""
         if self.confine.confined and job.uid >= 0:
-            return self.confine.pids(job.uid, job.job_id)
-        return stepusage.group_pids(job.pgid)
+            return (self.confine.pids(job.uid, job.job_id, "batch"), self.confine.pids(job.uid, job.job_id))
+        group = stepusage.group_pids(job.pgid)
+        return group, group
 
     def due(self) -> bool:
         return time.monotonic() >= self.next_at
@@ -66,11 +69,12 @@ class Sampler:
         for job in jobs:
             if job.kill_at is not None or job.frozen:
                 continue  # ending, or frozen: nothing to learn, nothing to act on
-            pids = self.pids(job)
-            tasks = stepusage.pids_usage(pids)
-            job.gauge.add(tasks)
-            if self.policies is not None and tasks:
-                self._observe(job, pids, tasks[0].rss_kb * 1024)
+            batch, every = self.pids(job)
+            job.gauge.add(stepusage.pids_usage(batch))
+            if self.policies is not None:
+                tasks = stepusage.pids_usage(every)
+                if tasks:
+                    self._observe(job, every, tasks[0].rss_kb * 1024)
 
     def _observe(self, job: RunningJob, pids: set[int], rss_bytes: int) -> None:
         from plurm.nodeagent.freezepolicy import Sample

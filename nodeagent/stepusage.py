@@ -178,17 +178,16 @@ def opened_devices(pids: set[int], devices: set[str]) -> list[str]:
 
 
 class Gauge:
-    """A step's memory over its samples; ``usage`` gives the keys of JobEnded.usage."""
+    """A step's memory over its samples; ``usage`` gives the keys of JobEnded.usage.  Per task
+    the largest RSS and VM size any sample saw; MaxRSS is the largest of those (with its task),
+    AveRSS their mean over the tasks, as Slurm reports them (for one task AveRSS = MaxRSS:
+    tests/integration/reference/cgroup/cg.usage_sacct_P.txt)."""
 
     def __init__(self) -> None:
         self.samples = 0
-        self.max_rss_kb = 0
-        self.max_rss_task = 0
-        self.rss_sum = 0.0  # of each sample's mean over tasks
-        self.max_vmsize_kb = 0
-        self.max_vmsize_task = 0
-        self.vmsize_sum = 0.0
-        self.last_rss_kb = 0
+        self.rss: dict[int, int] = {}  # task (global rank) -> its largest RSS, KiB
+        self.vmsize: dict[int, int] = {}
+        self.last_rss_kb = 0  # the whole step's, in the latest sample
 
     def add(self, tasks: list[TaskUsage]) -> None:
         if not tasks:
@@ -196,32 +195,30 @@ class Gauge:
         self.samples += 1
         for i, task in enumerate(tasks):
             rank = task.global_id if task.global_id is not None else i
-            if task.rss_kb > self.max_rss_kb:
-                self.max_rss_kb, self.max_rss_task = task.rss_kb, rank
-            if task.vsize_kb > self.max_vmsize_kb:
-                self.max_vmsize_kb, self.max_vmsize_task = task.vsize_kb, rank
-        self.rss_sum += sum(t.rss_kb for t in tasks) / len(tasks)
-        self.vmsize_sum += sum(t.vsize_kb for t in tasks) / len(tasks)
+            self.rss[rank] = max(self.rss.get(rank, 0), task.rss_kb)
+            self.vmsize[rank] = max(self.vmsize.get(rank, 0), task.vsize_kb)
         self.last_rss_kb = sum(t.rss_kb for t in tasks)
 
     def usage(self, cpu: dict[str, float], peak_rss_kb: int = 0) -> dict[str, float]:
         """The accounting figures: these samples, ``cpu`` (user_cpu_s, system_cpu_s), and a
-        peak RSS measured otherwise (wait4's, or the cgroup's) when it is larger than any
-        sample saw (a job shorter than the sampling interval)."""
+        peak RSS measured otherwise (wait4's) when it is larger than any sample saw (a job
+        shorter than the sampling interval; Slurm shows 0 then)."""
         usage: dict[str, float] = {}
         if self.samples:
-            usage.update(max_rss_kb=self.max_rss_kb, max_rss_task=self.max_rss_task,
-                         ave_rss_kb=int(self.rss_sum / self.samples), max_vmsize_kb=self.max_vmsize_kb,
-                         max_vmsize_task=self.max_vmsize_task, ave_vmsize_kb=int(self.vmsize_sum / self.samples))
+            rss_task = max(self.rss, key=lambda r: (self.rss[r], -r))
+            vm_task = max(self.vmsize, key=lambda r: (self.vmsize[r], -r))
+            usage.update(max_rss_kb=self.rss[rss_task], max_rss_task=rss_task,
+                         ave_rss_kb=sum(self.rss.values()) // len(self.rss), max_vmsize_kb=self.vmsize[vm_task],
+                         max_vmsize_task=vm_task, ave_vmsize_kb=sum(self.vmsize.values()) // len(self.vmsize))
         if peak_rss_kb > usage.get("max_rss_kb", 0):
             usage["max_rss_kb"] = int(peak_rss_kb)
             usage.setdefault("max_rss_task", 0)
-            usage.setdefault("ave_rss_kb", int(peak_rss_kb))
+            if len(self.rss) <= 1:
+                usage["ave_rss_kb"] = int(peak_rss_kb)
         for key in ("user_cpu_s", "system_cpu_s"):
             if key in cpu:
                 usage[key] = round(float(cpu[key]), 3)
         return usage
-
 
 def step_stat(daemon: Any, uid: int, job_id: int, step_id: str) -> dict[str, Any]:
     """sstat / scontrol listpids: each step's tasks on the daemon's node, read from /proc now;
