@@ -316,6 +316,15 @@ class Confinement:
             log.error("job %s: killing its cgroup: %s", job_id, exc)
         self._clean(uid, job_id)
 
+    def close(self) -> None:
+        """plurmd stops: the prefix goes when no job of this plurmd's has a cgroup (jobs that
+        run on keep theirs, and the next plurmd adopts them)."""
+        if self.hierarchy is not None and not self.marked():
+            try:
+                self.hierarchy.remove()
+            except Exception:
+                pass  # another daemon's job under the same prefix keeps it
+
     def _clean(self, uid: int, job_id: int) -> None:
         job = self.job(uid, job_id)
         try:
@@ -325,11 +334,7 @@ class Confinement:
             removed = False
         if removed:
             self._unmark(uid, job_id)
-            if not self.marked():  # the last job here: no empty slurm* level left behind
-                try:
-                    self.hierarchy.remove()
-                except Exception:
-                    pass  # another daemon's job under the same prefix keeps it
+            self.close()  # the last job here: no empty slurm* level left behind
         else:
             log.error("job %s: its cgroup is still busy; left for the next clean-up", job_id)
 

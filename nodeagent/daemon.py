@@ -644,6 +644,7 @@ class NodeDaemon:
                     self.ping()
             except Exception:  # keep serving the jobs that run; the next turn retries
                 log.exception("node daemon loop error")
+        self.confine.close()
 
     def stop(self, *_args: Any) -> None:
         self.running = False
