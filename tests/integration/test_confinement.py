@@ -89,7 +89,8 @@ class Confined:
     """The cluster, and plurmd's process (restartable)."""
 
     def __init__(self, tmp: Path, proctrack: str = "proctrack/cgroup", plurm_conf: str = "",
-                 devices: list[tuple[int, int]] | None = None, constrain_devices: bool = True) -> None:
+                 devices: list[tuple[int, int]] | None = None, constrain_devices: bool = True,
+                 cgroup_conf: str = "CgroupPlugin=cgroup/v1\n") -> None:
         ctld, p1, p2 = free_ports(3)
         self.tmp = tmp
         self.dev = tmp / "dev"
@@ -110,7 +111,7 @@ GresTypes=gpu
 NodeName=cgt[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port={p1},{p2} CPUs=2 RealMemory=2000 Gres=gpu:2
 PartitionName=main Nodes={NODE} Default=YES MaxTime=10:00 State=UP
 """)
-        (tmp / "cgroup.conf").write_text("CgroupPlugin=cgroup/v1\nConstrainCores=yes\nConstrainRAMSpace=yes\n"
+        (tmp / "cgroup.conf").write_text(cgroup_conf + "ConstrainCores=yes\nConstrainRAMSpace=yes\n"
                                          f"ConstrainDevices={'yes' if constrain_devices else 'no'}\n")
         (tmp / "gres.conf").write_text(f"NodeName={NODE} Name=gpu File={self.dev}/gpu[0-1]\n")
         if plurm_conf:
@@ -425,3 +426,53 @@ def test_freeze_policy_freezes_a_job_that_holds_another_gpu_open(tmp_path: Path)
     finally:
         c.stop()
         _scrub()
+
+
+UNIFIED = Path("/sys/fs/cgroup/unified")
+
+
+@pytest.mark.skipif(not (UNIFIED / "cgroup.procs").exists(), reason="needs cgroup2 mounted at /sys/fs/cgroup/unified")
+def test_cgroup_v2_tracks_kills_and_freezes(tmp_path: Path) -> None:
+    """CgroupPlugin=cgroup/v2 on this host's unified mount (where memory and cpuset are bound
+    to v1: not constrained, warned): the job's processes in its v2 cgroup, daemonized ones
+    killed at its end, suspend through cgroup.freeze."""
+    root = UNIFIED / PREFIX
+    _scrub_v2(root)
+    c = Confined(tmp_path, cgroup_conf=f"CgroupPlugin=cgroup/v2\nCgroupMountpoint={UNIFIED}\n")
+    try:
+        counter = c.work / "count"
+        job_id = c.sbatch("--mem=100M", "--wrap", f"{_daemon(MARK + 'v')} & cat /proc/self/cgroup; "
+                                                  f"i=0; while :; do i=$((i+1)); echo $i > {counter}; sleep 0.1; done")
+        c.cluster.wait_state(job_id, "RUNNING")
+        wait_for(lambda: counter.exists() and _running(MARK + "v"), what="the job to count")
+        c.cluster.run("scontrol", "suspend", str(job_id), check=True)
+        events = root / f"job_{job_id}" / "cgroup.events"
+        wait_for(lambda: "frozen 1" in events.read_text(), what="the job's v2 cgroup to freeze")
+        c.cluster.run("scontrol", "resume", str(job_id), check=True)
+        wait_for(lambda: "frozen 0" in events.read_text(), what="the job's v2 cgroup to thaw")
+        c.cluster.run("scancel", str(job_id), check=True)
+        c.cluster.wait_state(job_id, "CANCELLED")
+        wait_for(lambda: not (root / f"job_{job_id}").exists(), what="the job's v2 cgroup to go")
+        assert not _running(MARK + "v")
+        assert f"0::/{PREFIX}/job_{job_id}/step_batch" in (c.work / f"slurm-{job_id}.out").read_text()
+    finally:
+        c.stop()
+        _scrub_v2(root)
+
+
+def _scrub_v2(root: Path) -> None:
+    if not root.is_dir():
+        return
+    for path in sorted((p for p in [root, *root.rglob("*")] if p.is_dir()), key=lambda p: -len(p.parts)):
+        kill = path / "cgroup.kill"
+        if kill.exists():
+            try:
+                kill.write_text("1")
+            except OSError:
+                pass
+    time.sleep(0.2)
+    for path in sorted((p for p in [root, *root.rglob("*")] if p.is_dir()), key=lambda p: -len(p.parts)):
+        try:
+            path.rmdir()
+        except OSError:
+            pass
