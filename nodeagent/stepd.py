@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 import zmq
 
@@ -113,13 +114,19 @@ def main() -> int:
             send("task_exit", {"task": rank, "exit_code": 2, "signal": 0})
             continue
         proc = started.proc
-        if cgroup is not None and started.held_stopped():
-            try:
-                cgroup.attach(proc.pid)  # type: ignore[attr-defined]
-            except Exception as exc:  # never a task outside its cgroup: it ends before it ran
+        if cgroup is not None:
+            failure = None
+            if started.held_stopped():
+                try:
+                    cgroup.attach(proc.pid)
+                except Exception as exc:
+                    failure = str(exc)
+            elif proc.returncode is None:
+                failure = "it did not wait to be put there"
+            if failure is not None:  # never a task outside its cgroup: it ends before it ran
                 proc.kill()
                 send("task_output", {"task": rank, "stream": 2,
-                                     "data": f"slurmstepd: error: task {rank}: cannot join the step's cgroup: {exc}\n"})
+                                     "data": f"slurmstepd: error: task {rank}: cannot join the step's cgroup: {failure}\n"})
         started.release()
         procs[rank] = proc
         if started.master is not None:
@@ -211,7 +218,7 @@ def main() -> int:
     return 0
 
 
-def _step_cgroup(setup: dict) -> object | None:
+def _step_cgroup(setup: dict) -> Any:
     """The step's cgroup as plurmd made it (None: unconfined)."""
     if not setup:
         return None
@@ -222,7 +229,7 @@ def _step_cgroup(setup: dict) -> object | None:
         return None
 
 
-def _wait(proc: subprocess.Popen) -> tuple[int, object | None]:
+def _wait(proc: subprocess.Popen) -> tuple[int, Any]:
     """A task's status (as Popen.returncode has it) and its resource usage (wait4)."""
     while True:
         try:
@@ -235,16 +242,16 @@ def _wait(proc: subprocess.Popen) -> tuple[int, object | None]:
         return proc.returncode, used
 
 
-def _finish(cgroup: object, cpu: dict[str, float]) -> tuple[int, dict[str, float]]:
+def _finish(cgroup: Any, cpu: dict[str, float]) -> tuple[int, dict[str, float]]:
     """Kill what the tasks left in the step's cgroup; its OOM kills and CPU seconds."""
     oom = 0
     try:
-        cgroup.kill_all(signal.SIGKILL)  # type: ignore[attr-defined]
-        oom = int(cgroup.oom_kills())  # type: ignore[attr-defined]
-        used = cgroup.usage()  # type: ignore[attr-defined]
+        cgroup.kill_all(signal.SIGKILL)
+        oom = int(cgroup.oom_kills())
+        used = cgroup.usage()
         if used.get("cpu_total_ns"):
             cpu = {"user_cpu_s": used.get("cpu_user_ns", 0) / 1e9, "system_cpu_s": used.get("cpu_system_ns", 0) / 1e9}
-        cgroup.remove()  # type: ignore[attr-defined]  # (the job's end removes what is left)
+        cgroup.remove()  # (the job's end removes what is left)
     except Exception as exc:
         sys.stderr.write(f"plurmstepd: the step's cgroup at its end: {exc}\n")
     return oom, cpu
