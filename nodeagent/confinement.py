@@ -115,6 +115,7 @@ class Confinement:
         self.allowed = sorted(os.sched_getaffinity(0))
         self.gpu_files = gpu_files
         self.marks = os.path.join(spool, "cgroups")
+        self.held: dict[tuple[int, int], list[int]] = {}  # steps-only jobs' CPU indices (not kept on restart)
 
     @property
     def confined(self) -> bool:
@@ -240,9 +241,28 @@ class Confinement:
             self._clean(uid, job_id)
             raise ConfinementError(f"cannot create the job's cgroup: {exc}") from exc
 
-    def start_step(self, uid: int, job_id: int, step_id: int, job_here: bool) -> Setup | None:
-        """step_<n> under the job's cgroup (made without limits when no batch run of the job is
-        here: the job's first process on this node is this step, and its limits are not known)."""
+    def step_job_limits(self, alloc: Any, node: str, used: set[int], uid: int, job_id: int) -> Any:
+        """The limits of a job whose first process on this node is a step: from its allocation
+        as the step credential carries it (the controller's word: nodes, cpus, mem, gres_alloc
+        per node); no limits when the credential has none.  Its CPU indices are held here
+        (``held``) until its cgroup goes."""
+        from plurm.common import environment
+        from plurm.nodeagent import cgroups
+
+        if not isinstance(alloc, dict) or node not in (alloc.get("nodes") or []):
+            return cgroups.Limits()
+        i = alloc["nodes"].index(node)
+        counts, mems = alloc.get("cpus") or [], alloc.get("mem") or []
+        cpus = self.pick_cpus(int(counts[i]) if i < len(counts) else 1, used | self.held_cpus())
+        self.held[(uid, job_id)] = cpus
+        return self.limits(cpus, int(mems[i]) if i < len(mems) else 0, environment.allocated_gpus(alloc, i))
+
+    def held_cpus(self) -> set[int]:
+        return {c for cpus in self.held.values() for c in cpus}
+
+    def start_step(self, uid: int, job_id: int, step_id: int, job_here: bool, job_limits: Any = None) -> Setup | None:
+        """step_<n> under the job's cgroup; the job's cgroup is made (with ``job_limits``) when
+        no other process of the job is here yet."""
         from dataclasses import asdict
 
         job = self.job(uid, job_id)
@@ -255,7 +275,7 @@ class Confinement:
         try:
             self._mark(uid, job_id)
             if not job_here:
-                job.create(cgroups.Limits())
+                job.create(job_limits if job_limits is not None else cgroups.Limits())
             step = job.step(str(step_id))
             step.create(cgroups.Limits())
             return Setup(list(step.join_paths()), asdict(self.cgconf), self.prefix, uid, job_id, str(step_id))
@@ -307,6 +327,7 @@ class Confinement:
 
     def release(self, uid: int, job_id: int) -> None:
         """A job with no batch run here whose last step ended: its cgroup goes (kill what is left)."""
+        self.held.pop((uid, job_id), None)
         job = self.job(uid, job_id)
         if job is None:
             return

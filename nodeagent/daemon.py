@@ -254,7 +254,7 @@ class NodeDaemon:
         nodes = msg.job.get("nodes", [])
         index = nodes.index(self.name) if self.name in nodes else -1
         gpus = environment.allocated_gpus(msg.job, index) if index >= 0 else []
-        used = {i for job in self.jobs.values() for i in job.cpus}
+        used = {i for job in self.jobs.values() for i in job.cpus} | self.confine.held_cpus()
         counts, mems = msg.job.get("cpus") or [], msg.job.get("mem") or []
         cpus = self.confine.pick_cpus(int(counts[index]) if 0 <= index < len(counts) else 1, used)
         err_path = launch.output_paths(msg, self.name)[1]
@@ -476,8 +476,11 @@ class NodeDaemon:
             return {"error": "Job's prolog failed"}
         setup = None
         if self.confine.confined:
+            here = self._job_uid(msg.job_id) is not None
             try:
-                setup = self.confine.start_step(msg.uid, msg.job_id, msg.step_id, self._job_uid(msg.job_id) is not None)
+                limits = None if here else self.confine.step_job_limits(
+                    terms.get("job"), self.name, {i for job in self.jobs.values() for i in job.cpus}, msg.uid, msg.job_id)
+                setup = self.confine.start_step(msg.uid, msg.job_id, msg.step_id, here, limits)
             except ConfinementError as exc:
                 log.error("step %s.%s failed to launch: %s", msg.job_id, msg.step_id, exc)
                 return {"error": str(exc)}

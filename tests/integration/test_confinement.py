@@ -476,3 +476,19 @@ def _scrub_v2(root: Path) -> None:
             path.rmdir()
         except OSError:
             pass
+
+
+def test_srun_allocation_confined_by_the_credential(confined: Confined) -> None:
+    """srun's own allocation: no batch run on the node, the step is the job's first process
+    there; its job cgroup gets the CPUs and memory the step credential carries."""
+    show = ("import os; print(len(os.sched_getaffinity(0))); "
+            "print([l for l in open('/proc/self/cgroup') if ':memory:' in l][0].strip())")
+    done = confined.cluster.run("srun", "-c1", "--mem=100M", "python3", "-c", show, cwd=confined.work, timeout=60)
+    assert done.returncode == 0, done.stderr
+    cpus, memory = done.stdout.split("\n")[:2]
+    assert cpus == "1" and memory.endswith("/step_0"), done.stdout
+    limit = Path("/sys/fs/cgroup/memory") / memory.split(":", 2)[2].lstrip("/")
+    assert not limit.exists()  # (gone with the job)
+    hog = confined.cluster.run("srun", "--mem=100M", "python3", "-c", "x = bytearray(400 << 20)",
+                               cwd=confined.work, timeout=60)
+    assert hog.returncode == 1 and "task 0: Out Of Memory" in hog.stderr, hog.stderr
