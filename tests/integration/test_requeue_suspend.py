@@ -41,6 +41,19 @@ def _process_state(pid: int) -> str:
     return text[text.rindex(")") + 2]
 
 
+def _stopped(pid: int) -> bool:
+    """Stopped by SIGSTOP (unconfined: state T), or frozen in its cgroup (confined, as Slurm's
+    proctrack/cgroup suspends: frozen tasks show state D, their freezer FROZEN)."""
+    if _process_state(pid) == "T":
+        return True
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controllers == "freezer":
+            state = Path(f"/sys/fs/cgroup/freezer{path}/freezer.state")
+            return state.exists() and state.read_text().strip() == "FROZEN"
+    return False
+
+
 def _squeue(c: Cluster, job_id: int) -> str:
     return c.run("squeue", "-h", "-j", str(job_id), "-o", "%i %t %r", check=True).stdout.strip()
 
@@ -59,15 +72,15 @@ def test_suspend_stops_the_processes_and_resume_continues_them(quick_requeue: Cl
     (tmp_path / "job.sh").write_text(SCRIPT)
     job_id = c.sbatch("-o", "/dev/null", "-t", "10", "job.sh", cwd=tmp_path)
     pid = _started(c, job_id, tmp_path, 1)
-    assert _process_state(pid) != "T"
+    assert not _stopped(pid)
     proc = c.run("scontrol", "suspend", str(job_id))
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")  # s2_op_suspend
     assert _squeue(c, job_id) == f"{job_id} S None"  # s2_op_suspend_state
-    wait_for(lambda: _process_state(pid) == "T", what="the batch shell stopped")
+    wait_for(lambda: _stopped(pid), what="the batch shell stopped")
     assert c.run("scontrol", "suspend", str(job_id)).returncode == 0  # again: nothing more to do
     proc = c.run("scontrol", "resume", str(job_id))
     assert (proc.returncode, proc.stderr) == (0, "")  # s2_op_resume
-    wait_for(lambda: _process_state(pid) != "T", what="the batch shell continued")
+    wait_for(lambda: not _stopped(pid), what="the batch shell continued")
     assert _squeue(c, job_id) == f"{job_id} R None"
     proc = c.run("scontrol", "resume", str(job_id))
     assert (proc.returncode, proc.stderr) == (1, f"Job is not suspended for job {job_id}\n")
