@@ -21,6 +21,7 @@ import sys
 from plurm.common.cli import Usage, getopt_or_usage
 from plurm.grammar.hostlist import compress
 from plurm.tools.sacctfmt import sacct_table
+from plurm.tools.sacctusage import tres_time as cpu_text  # ([D-]HH:MM:SS, as sacct's AveCPU)
 
 PROG = "sstat"
 SHORT_OPTS = "aehij:no:pPvV"
@@ -150,13 +151,6 @@ def bytes_text(n: float, noconvert: bool) -> str:
         value /= 1024
         i += 1
     return f"{value:.2f}{units[i]}"
-
-
-def cpu_text(seconds: float) -> str:
-    s = int(seconds)
-    days, s = divmod(s, 86400)
-    text = f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
-    return f"{days}-{text}" if days else text
 
 
 def step_row(step_name: str, nodes: list[str], samples: list[tuple[str, dict]], noconvert: bool) -> dict[str, str]:
