@@ -88,8 +88,22 @@ def free_port_block(count: int) -> int:
     raise RuntimeError("no free block of ports on 127.0.0.1")
 
 
-def render_conf(directory: str, shape: ClusterShape, base_port: int) -> str:
-    """The local cluster's slurm.conf."""
+# As root, jobs are confined as Slurm confines them (cgroups: their CPUs, their memory, their
+# GPUs; every process of a job killed with it).  Without root nothing can be confined: jobs are
+# tracked by process group, and their limits are not enforced (docs/security.md).
+CONFINED_PLUGINS = "ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup,task/affinity\n"
+UNCONFINED_PLUGINS = "ProctrackType=proctrack/pgid\nTaskPlugin=task/none\n"
+CGROUP_CONF = """\
+# Written by `plurm cluster up` (as root): jobs get their CPUs, memory and GPUs only.
+CgroupPlugin=autodetect
+ConstrainCores=yes
+ConstrainRAMSpace=yes
+ConstrainDevices=yes
+"""
+
+
+def render_conf(directory: str, shape: ClusterShape, base_port: int, confined: bool = False) -> str:
+    """The local cluster's slurm.conf (``confined``: with cgroup.conf's plugins, for root)."""
     n = shape.nodes
     first_node_port = base_port + 2
     names = f"n[1-{n}]" if n > 1 else "n1"
@@ -119,9 +133,7 @@ SelectTypeParameters=CR_Core_Memory
 SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=1
 PriorityType=priority/basic
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-MpiDefault=none
+{CONFINED_PLUGINS if confined else UNCONFINED_PLUGINS}MpiDefault=none
 ReturnToService=2
 SlurmdTimeout=300
 KillWait=10
@@ -152,7 +164,11 @@ class LocalCluster:
                 handle.write(envelope.new_key() + b"\n")
         if os.path.exists(self.conf_path):
             return False
-        text = render_conf(self.dir, shape, free_port_block(shape.nodes + 2))
+        confined = os.geteuid() == 0
+        text = render_conf(self.dir, shape, free_port_block(shape.nodes + 2), confined)
+        if confined:
+            with open(os.path.join(self.dir, "cgroup.conf"), "w") as handle:
+                handle.write(CGROUP_CONF)
         tmp = self.conf_path + ".tmp"
         with open(tmp, "w") as handle:
             handle.write(text)

@@ -58,3 +58,30 @@ def test_sacct_start_time_window(run: Run) -> None:
     assert listed("-S", "now-1hours") == [job_id]
     assert listed("-S", "2099-01-01") == []
     assert listed("-S", "2000-01-01", "-E", "2000-01-02") == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="confinement needs root: without it the local cluster is unconfined")
+def test_as_root_the_local_cluster_confines_its_jobs(run: Run, tmp_path: Path) -> None:
+    cluster = tmp_path / "home" / "cluster"
+    conf = (cluster / "slurm.conf").read_text()
+    assert "ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup,task/affinity\n" in conf
+    assert "ConstrainRAMSpace=yes" in (cluster / "cgroup.conf").read_text()
+    job_id = _finish(run, "--mem=100M", "--wrap",
+                     "grep -E ':(memory|cpuset):' /proc/self/cgroup; python3 -c 'import os; print(len(os.sched_getaffinity(0)))'; "
+                     "cat /sys/fs/cgroup/memory$(grep :memory: /proc/self/cgroup | cut -d: -f3)/memory.limit_in_bytes")
+    lines = (tmp_path / f"slurm-{job_id}.out").read_text().splitlines()
+    uid = os.getuid()
+    # One node on this host: Slurm's prefix "slurm" (several nodes on one host: slurm_<node>).
+    assert [line.split(":", 2)[2] for line in lines[:2]] == [f"/slurm/uid_{uid}/job_{job_id}/step_batch"] * 2
+    assert lines[2:] == ["1", str(100 * 1024 * 1024)]
+    hog = _finish(run, "--mem=100M", "--wrap", "python3 -c 'x = bytearray(400 << 20); x[::4096] = b\"x\" * len(x[::4096])'")
+    out = run("sacct", "-j", hog, "-X", "-n", "-P", "-o", "State,ExitCode").stdout
+    assert out == "OUT_OF_MEMORY|0:125\n"
+    assert run("sinfo", "-h", "-o", "%N %T").stdout == "n1 idle\n"
+
+
+def test_without_root_the_local_cluster_is_unconfined() -> None:
+    from plurm.tools.localcluster import ClusterShape, render_conf
+
+    conf = render_conf("/tmp/c", ClusterShape(), 20000, confined=False)
+    assert "ProctrackType=proctrack/pgid\nTaskPlugin=task/none\n" in conf
