@@ -25,6 +25,7 @@ task through the same wrapper as the owner.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pwd
@@ -71,7 +72,18 @@ class Owner:
     umask: int
     switch: bool  # False: plurmd is not root and runs its own user's jobs as itself
 
-    def popen_kwargs(self) -> dict[str, Any]:
+    def popen_kwargs(self, join: list[str] | None = None) -> dict[str, Any]:
+        """Popen's arguments for a process of the owner's; ``join``: the cgroup.procs files of
+        its step, which the child writes itself into while it is still root, before it becomes
+        the owner (``_enter``): nothing of it ever runs outside its cgroup.  (A child that
+        became the owner first and waited, stopped or reading, to be moved can be continued
+        by any other process of the owner's, SIGCONT or ptrace, and fork outside.)"""
+        if join:
+            from plurm.nodeagent.cgroups import join as join_cgroup
+
+            return {"umask": self.umask,
+                    "preexec_fn": functools.partial(_enter, join_cgroup, list(join), self.uid, self.gid,
+                                                    list(self.groups), self.switch)}
         if not self.switch:
             return {"umask": self.umask}
         return {"user": self.uid, "group": self.gid, "extra_groups": list(self.groups), "umask": self.umask}
@@ -88,6 +100,18 @@ class Owner:
     @classmethod
     def from_payload(cls, data: dict[str, Any]) -> Owner:
         return cls(**{**data, "groups": tuple(data["groups"])})
+
+
+def _enter(join: Any, paths: list[str], uid: int, gid: int, groups: list[int], switch: bool) -> None:
+    """Between fork and exec, as root: into the step's cgroup, then the owner's groups and ids
+    (what Popen's user=, group=, extra_groups= do, in the order Popen does them).  Only os
+    calls: safe in a child of a process with threads.  An OSError fails the Popen
+    (SubprocessError), never a process outside its cgroup."""
+    join(paths)
+    if switch:
+        os.setgroups(groups)
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
 
 
 def owner_of(uid: int, gid: int, env: dict[str, str], job_uid: int | None = None) -> Owner:
@@ -282,8 +306,8 @@ def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict
                 task_prolog: str | None = None, dir_grace_s: float = OUTPUT_DIR_GRACE_S,
                 cgroup_procs: list[str] | None = None) -> BatchStart:
     """The job's shell under its supervisor (nodeagent/supervisor.py), which outlives plurmd;
-    its records go to ``run_dir`` (default: the run's directory in ``spool``); the supervisor
-    puts the shell into the cgroup of ``cgroup_procs`` (its step_batch) before it runs.  Returns
+    its records go to ``run_dir`` (default: the run's directory in ``spool``); its
+    shell enters the cgroup of ``cgroup_procs`` (its step_batch) before it runs.  Returns
     once the shell runs; whether it could open its files is ``BatchStart.opening``'s to say."""
     from plurm.nodeagent.jobstate import run_dir as default_run_dir
 
@@ -298,8 +322,9 @@ def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict
     argv = ["/bin/sh", "-c", BATCH_SH, "slurmstepd", msg.work_dir, in_path, out_path,
             "" if err_path == out_path else err_path, mode, task_prolog or "", script_path, *msg.args]
     wait_dirs = sorted({os.path.dirname(p) for p in (out_path, err_path)} - {""})
-    payload = {"argv": argv, "env": env, "popen": owner.popen_kwargs(), "run_dir": run_dir, "wait_s": OPEN_WAIT_S,
-               "wait_dirs": wait_dirs, "dir_grace_s": dir_grace_s, "cgroup_procs": list(cgroup_procs or [])}
+    # (The payload stays in memory: the supervisor is a fork of this process, preexec_fn and all.)
+    payload = {"argv": argv, "env": env, "popen": owner.popen_kwargs(cgroup_procs), "run_dir": run_dir,
+               "wait_s": OPEN_WAIT_S, "wait_dirs": wait_dirs, "dir_grace_s": dir_grace_s}
     pid, answers = supervisor.start(payload)
     try:
         first, rest = _first_reply(answers, 30.0)

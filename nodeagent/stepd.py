@@ -7,9 +7,9 @@ as it comes, and reports each task's exit status.  Tasks share its process
 group, so plurmd's signals (cancel, time limit) reach them all.
 
 When the job is confined (nodeagent/confinement.py) plurmd has made the step's cgroup
-(``step_<n>``) and names it in the payload: each task is held until this process has put
-it there, and this process stays outside (an OOM kill in the step never takes the one that
-reports it).  At the end it kills what is left in the step's cgroup (daemonized children),
+(``step_<n>``) and names it in the payload: each task enters it between fork and exec, while
+still root, before it becomes its owner; this process stays outside (an OOM kill in the step
+never takes the one that reports it).  At the end it kills what is left in the step's cgroup (daemonized children),
 and the node's first task_exit message carries the step's OOM kills and usage on this node
 (sampled every JobAcctGatherFrequency; CPU from the cgroup, else from wait4), which srun
 gathers for the controller (and prints slurmstepd's OOM line for, after its own words).
@@ -94,6 +94,7 @@ def main() -> int:
     task_ids = msg["task_ids"]
     shared: set[str] = set()  # node-side files already opened (later tasks append)
     cgroup = _step_cgroup(payload.get("cgroup") or {})
+    join = list((payload.get("cgroup") or {}).get("join") or []) if cgroup is not None else None
     gauge = stepusage.Gauge()
     acct_every = float(payload.get("acct_freq", 30.0))
     next_sample = time.monotonic() + min(acct_every, 1.0) if acct_every > 0 else float("inf")
@@ -105,29 +106,21 @@ def main() -> int:
         task_io = TaskIo.of(io, rank=rank, node_id=msg["node_id"], job_id=msg["job_id"], work_dir=msg["work_dir"],
                             shared=shared)
         try:
-            # As the job's owner: the directory, files, TaskProlog and exec happen after the switch.
+            # As the job's owner: the directory, files, TaskProlog and exec happen after the switch
+            # (and after it entered the step's cgroup, as root: ``join``).
             started = start_task(msg["argv"], env, msg["work_dir"], launch.Owner.from_payload(payload["owner"]),
-                                 payload.get("task_prolog"), task_io, hold=cgroup is not None)
+                                 payload.get("task_prolog"), task_io, join=join)
         except OSError as exc:
             text = f"slurmstepd: error: execve(): {msg['argv'][0]}: {exc.strerror}\n"
             send("task_output", {"task": rank, "stream": 2, "data": text})
             send("task_exit", {"task": rank, "exit_code": 2, "signal": 0})
             continue
+        except subprocess.SubprocessError:  # its preexec_fn: the cgroup could not be entered, it never ran
+            text = f"slurmstepd: error: task {rank}: cannot join the step's cgroup\n"
+            send("task_output", {"task": rank, "stream": 2, "data": text})
+            send("task_exit", {"task": rank, "exit_code": 1, "signal": 0})
+            continue
         proc = started.proc
-        if cgroup is not None:
-            failure = None
-            if started.held_stopped():
-                try:
-                    cgroup.attach(proc.pid)
-                except Exception as exc:
-                    failure = str(exc)
-            elif proc.returncode is None:
-                failure = "it did not wait to be put there"
-            if failure is not None:  # never a task outside its cgroup: it ends before it ran
-                proc.kill()
-                send("task_output", {"task": rank, "stream": 2,
-                                     "data": f"slurmstepd: error: task {rank}: cannot join the step's cgroup: {failure}\n"})
-        started.release()
         procs[rank] = proc
         if started.master is not None:
             pty_master[rank] = started.master

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import fcntl
 import os
-import signal
 import struct
 import subprocess
 import termios
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,15 +37,6 @@ elif [ -n "$__plurm_err" ]; then
 fi
 unset __plurm_in __plurm_out __plurm_om __plurm_err __plurm_em
 '''
-
-# $1: "hold" or "".  A confined task stops itself first thing, until plurmstepd has put its pid
-# into the step's cgroup and continues it (``Started.release``), so that nothing of it runs
-# outside: cgroup.procs is root's to write, and the kernel switches to the owner before any
-# preexec_fn would run.  (A stop, not a read of a pipe: dash reads descriptors 0-9 only.)
-HOLD_SH = r'''if [ -n "$1" ]; then kill -STOP $$; fi
-shift
-'''
-HOLD_WAIT_S = 30.0
 
 
 @dataclass
@@ -119,50 +108,16 @@ class Started:
     proc: subprocess.Popen
     master: int | None = None  # the pseudo-terminal's master side (--pty)
     stdin_fd: int | None = None  # the task's stdin pipe, when srun forwards its input
-    held: bool = False  # it stops itself before it runs anything: ``held_stopped``, then ``release``
-
-    def held_stopped(self) -> bool:
-        """Wait for a held task to stop itself; False when it ended instead (its status is
-        then the Popen's returncode) or did not stop in HOLD_WAIT_S."""
-        deadline = time.monotonic() + HOLD_WAIT_S
-        while time.monotonic() < deadline:
-            try:
-                pid, status = os.waitpid(self.proc.pid, os.WNOHANG | os.WUNTRACED)
-            except ChildProcessError:
-                return False
-            if pid and os.WIFSTOPPED(status):
-                return True
-            if pid:  # it ended before the stop (the shell could not start): keep its status
-                self.proc.returncode = os.waitstatus_to_exitcode(status)
-                return False
-            time.sleep(0.002)
-        return False
-
-    def release(self) -> None:
-        if self.held:
-            self.held = False
-            try:
-                os.kill(self.proc.pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
 
 
 def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launch.Owner,
-               task_prolog: str | None, io: TaskIo, hold: bool = False) -> Started:
-    """One task of a step, as its owner, with the streams ``io`` says; ``hold``: it waits
-    before anything else until ``Started.release`` (its pid goes into a cgroup meanwhile)."""
-    started = _start(argv, env, work_dir, owner, task_prolog, io, hold)
-    started.held = hold
-    return started
-
-
-def _start(argv: list[str], env: dict[str, str], work_dir: str, owner: launch.Owner, task_prolog: str | None,
-           io: TaskIo, hold: bool) -> Started:
+               task_prolog: str | None, io: TaskIo, join: list[str] | None = None) -> Started:
+    """One task of a step, as its owner, with the streams ``io`` says; ``join``: its step's
+    cgroup.procs files, which it enters before it becomes its owner (launch.Owner.popen_kwargs)."""
     files = ["" if io.stdin in ("pipe", "null") else io.stdin,
              "" if io.stdout in ("pipe", "null") else io.stdout, "append" if io.out_append else "truncate",
              "" if io.stderr in ("pipe", "null") else io.stderr, "append" if io.err_append else "truncate"]
-    command = ["/bin/sh", "-c", HOLD_SH + IO_SH + launch.TASK_SH, "slurmstepd", "hold" if hold else "",
-               *files, work_dir, task_prolog or "", *argv]
+    command = ["/bin/sh", "-c", IO_SH + launch.TASK_SH, "slurmstepd", *files, work_dir, task_prolog or "", *argv]
     if io.pty:
         master, slave = os.openpty()
         try:
@@ -172,7 +127,7 @@ def _start(argv: list[str], env: dict[str, str], work_dir: str, owner: launch.Ow
             # setsid -c: a session of its own with the terminal as its controlling one (exec, no fork:
             # a child of Popen is no group leader), so Ctrl-C on it is SIGINT to the task.
             proc = subprocess.Popen(["setsid", "-c", *command], cwd="/", env=env, stdin=slave, stdout=slave,
-                                    stderr=slave, close_fds=True, restore_signals=True, **owner.popen_kwargs())
+                                    stderr=slave, close_fds=True, restore_signals=True, **owner.popen_kwargs(join))
         except OSError:
             os.close(master)
             raise
@@ -187,7 +142,7 @@ def _start(argv: list[str], env: dict[str, str], work_dir: str, owner: launch.Ow
     stdout = subprocess.DEVNULL if io.stdout == "null" else subprocess.PIPE
     stderr = subprocess.DEVNULL if io.stderr == "null" else subprocess.PIPE
     proc = subprocess.Popen(command, cwd="/", env=env, stdin=stdin, stdout=stdout, stderr=stderr, close_fds=True,
-                            restore_signals=True, **owner.popen_kwargs())
+                            restore_signals=True, **owner.popen_kwargs(join))
     stdin_fd = None
     if proc.stdin is not None:  # a bare descriptor, closed by Stdin at srun's end of input
         stdin_fd = os.dup(proc.stdin.fileno())

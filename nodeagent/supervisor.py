@@ -8,11 +8,11 @@ spool directory, and how long to wait for the shell to open the job's files, it
 
 1. starts the job's shell in another session: that process group is what cancel, signals
    and time limits hit, and this process is outside it, so that a SIGKILL of the job
-   never takes away the one that records how it ended; when the job is confined, writes
-   the shell's pid into its step_batch cgroup (``cgroup_procs``: every controller's
-   cgroup.procs) while the shell is still held on its first read, so that nothing of the
-   job ever runs outside its cgroup (and this process stays outside: the job's end, or an
-   OOM kill in it, never takes it);
+   never takes away the one that records how it ended; when the job is confined, the
+   shell enters its step_batch cgroup between fork and exec, still root, before it becomes
+   the job's owner (launch.Owner.popen_kwargs' ``join``), so that nothing of the job ever
+   runs outside its cgroup (and this process stays outside: the job's end, or an OOM kill
+   in it, never takes it);
 2. writes ``procs.json`` (its pid and start time, the job's group) and tells plurmd on a
    pipe, one JSON line each, the shell's pid, then what the shell said before its files
    were open (launch.py reads a failure in it);
@@ -147,14 +147,11 @@ def _supervise(payload: dict) -> int:
     except OSError as exc:
         _say({"error": f"cannot start the job's shell: {exc.strerror}"})
         return 1
+    except subprocess.SubprocessError:  # its preexec_fn (launch.Owner.popen_kwargs): it never ran
+        _say({"error": "cannot put the job in its cgroup"})
+        return 1
     finally:
         os.close(write_end)
-    failure = _attach(payload.get("cgroup_procs") or [], shell.pid)
-    if failure is not None:
-        shell.kill()
-        shell.wait()
-        _say({"error": f"cannot put the job in its cgroup: {failure}"})
-        return 1
     me = os.getpid()
     jobstate.write_json(os.path.join(run_dir, "procs.json"),
                         {"pid": me, "ticks": jobstate.start_ticks(me), "pgid": shell.pid})
@@ -175,20 +172,6 @@ def _supervise(payload: dict) -> int:
     jobstate.write_json(os.path.join(run_dir, "status.json"),
                         {"status": status, "end_time": time.time(), "rusage": rusage})
     return 0
-
-
-def _attach(paths: list[str], pid: int) -> str | None:
-    """Write ``pid`` into each cgroup.procs; why not, or None."""
-    for path in paths:
-        try:
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.write(fd, str(pid).encode())
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            return f"{path}: {exc.strerror}"
-    return None
 
 
 def _wait(shell: subprocess.Popen) -> tuple[int, dict[str, float]]:
