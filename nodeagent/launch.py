@@ -398,7 +398,9 @@ class Opening:
             self.fd = None
 
 
-APPEND_SH = 'printf "%s" "$1" >>"$2"'
+# dd's O_NONBLOCK open: a FIFO the owner put in the error file's place (no reader) fails at
+# once rather than holding plurmd's loop until the timeout; a regular file is appended to.
+APPEND_SH = 'printf "%s" "$1" | dd of="$2" oflag=append,nonblock conv=notrunc status=none'
 
 
 def append_as_owner(path: str, text: str, uid: int, timeout: float = 10.0) -> bool:
