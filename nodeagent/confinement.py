@@ -17,6 +17,8 @@ plurmd decides once, at start (``Confinement.load``), from slurm.conf and cgroup
   Slurm would kill by its proctrack plugin's means.
 - **process groups** otherwise (not root, ``proctrack/pgid`` or ``proctrack/linuxproc``, no
   usable hierarchy): today's behaviour, jobs unconfined; one WARNING at start says why.
+  A cgroup.conf that does not parse stops plurmd instead (as it stops slurmd): a typo must
+  not run the jobs without the limits it was meant to set.
 
 CPUs: the controller sends counts only (``cpus`` per node of the job record), so plurmd picks
 the indices, the lowest free ones among 0..CPUs-1 of the node, and maps index ``i`` to the
@@ -143,7 +145,9 @@ class Confinement:
                 hierarchy = cgroups.open_hierarchy(cgconf, prefix)
             except ImportError as exc:
                 why = f"no cgroup support ({exc})"
-            except Exception as exc:  # Unavailable, ConfError: one line, then process groups
+            except cgroups.ConfError as exc:  # the administrator's to fix: never jobs without the limits meant
+                raise ConfinementError(str(exc)) from exc
+            except Exception as exc:  # Unavailable: the host has no usable hierarchy; one line, then process groups
                 why = str(exc) or type(exc).__name__
                 hierarchy = None
         if hierarchy is None:
@@ -385,16 +389,16 @@ class Confinement:
         has (``known``: its runs and steps); another daemon's under the same prefix stay."""
         if self.hierarchy is None:
             return []
-        try:
-            present = set(self.hierarchy.jobs())
-        except Exception as exc:
-            log.error("cgroups: listing the jobs under %s: %s", self.prefix, exc)
-            return []
         swept = []
         for uid, job_id in sorted(self.marked()):
             if (uid, job_id) in known:
                 continue
-            if (uid, job_id) in present:
+            try:  # (its own path, not hierarchy.jobs(): v2 reads the uid back from an xattr, -1 without)
+                present = self.hierarchy.job(uid, job_id).exists()
+            except Exception as exc:
+                log.error("job %s: looking for its cgroup under %s: %s", job_id, self.prefix, exc)
+                continue
+            if present:
                 log.warning("job %s: its cgroup outlived the job here; killed and removed", job_id)
                 self.release(uid, job_id)
             else:

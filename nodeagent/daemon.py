@@ -116,7 +116,10 @@ class NodeDaemon:
         self.accel_work = sampling.AccelWork(self.accel, self.usage, HEALTH_INTERVAL_S, USAGE_INTERVAL_S)
         gpu_files = [d.device_file for d in self.accel.devices] or [
             f for e in self.accel.entries if e.name == "gpu" for f in e.files]
-        self.confine = Confinement.load(self.conf, self.conf_path, node_name, gpu_files, self.spool)
+        try:
+            self.confine = Confinement.load(self.conf, self.conf_path, node_name, gpu_files, self.spool)
+        except ConfinementError as exc:  # a bad cgroup.conf (slurmd stops on it too)
+            raise SystemExit(f"plurmd: error: {exc}") from exc
         self.sampler = sampling.Sampler(self.confine, acct_frequency(self.conf), sampling.load_policies(self.conf_path),
                                         self.send_ctld, node_name)
         self.running = True
