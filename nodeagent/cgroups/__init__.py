@@ -12,7 +12,7 @@ a root child's preexec_fn, OOM count, usage).  Everything raises ``CgroupError``
     job.create(conf.limits(cpus=[2, 3], alloc_ram_bytes=mem_mb << 20))
     step = job.step("batch")
     step.create(cgroups.Limits())
-    step.attach(shell_pid)   # held on its stdin until now; a root child: preexec_fn=join
+    Popen(..., preexec_fn=...)  # as root: join(step.join_paths()), then become the owner
     ...
     job.kill_all(); step.oom_kills(); step.usage(); job.remove()
 

@@ -17,6 +17,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from plurm.grammar.hostlist import bitmap_ranges
+
 log = logging.getLogger("plurmd")
 
 # How often the polls (freezing, emptying) look again: short enough that a job's end is not
@@ -64,17 +66,16 @@ class Limits:
 
 
 def cpulist(cpus: list[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``"0-2,5"``: the kernel's list format."""
-    out: list[str] = []
-    ids = sorted(set(cpus))
-    i = 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
-        i = j + 1
-    return ",".join(out)
+    """``[0, 1, 2, 5]`` -> ``"0-2,5"``: the kernel's list format (Slurm's bit_fmt's too)."""
+    return bitmap_ranges(cpus)
+
+
+def listdir(path: str) -> list[str]:
+    """The directories in ``path`` (child cgroups), sorted; none when it cannot be read."""
+    try:
+        return sorted(e.name for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
 
 
 def parse_cpulist(text: str) -> list[int]:
@@ -243,9 +244,9 @@ def join(paths: list[str]) -> None:
 
     Only for a child that is still root then: subprocess runs ``preexec_fn`` after it switched
     to ``user=``/``group=``, and a job's user may not write root's cgroup.procs (EACCES).  A
-    task started as its owner gets its cgroup from its parent instead: the root parent moves
-    itself into the step before it forks (children inherit the cgroup), or moves the held
-    child with ``StepCgroup.attach`` before letting it exec.
+    task of a user's joins in a preexec_fn that becomes the user itself afterwards
+    (launch.Owner.popen_kwargs), never by a child that became the user first and waits to be
+    moved (``attach``): any other process of the user's may continue it (SIGCONT, ptrace).
     """
     for path in paths:
         fd = os.open(path, os.O_WRONLY)

@@ -49,10 +49,10 @@ class V1Hierarchy(base.Hierarchy):
     def jobs(self) -> list[tuple[int, int]]:
         found: set[tuple[int, int]] = set()
         for root in set(self.roots.values()):
-            for uid_dir in _listdir(root):
+            for uid_dir in base.listdir(root):
                 if not uid_dir.startswith("uid_") or not uid_dir[4:].isdigit():
                     continue
-                for job_dir in _listdir(os.path.join(root, uid_dir)):
+                for job_dir in base.listdir(os.path.join(root, uid_dir)):
                     if job_dir.startswith("job_") and job_dir[4:].isdigit():
                         found.add((int(uid_dir[4:]), int(job_dir[4:])))
         return sorted(found)
@@ -60,7 +60,7 @@ class V1Hierarchy(base.Hierarchy):
     def remove(self) -> bool:
         ok = True
         for root in set(self.roots.values()):
-            for uid_dir in _listdir(root):
+            for uid_dir in base.listdir(root):
                 ok = base.rmdir(os.path.join(root, uid_dir)) and ok
             ok = base.rmdir(root) and ok
         return ok
@@ -75,13 +75,6 @@ class V1Hierarchy(base.Hierarchy):
         """controller -> directory of ``rel`` (relative to the prefix) for the controllers used."""
         return {c: os.path.join(p, rel) for c, p in self.roots.items()
                 if controllers is None or c in controllers}
-
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return sorted(e.name for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
-    except OSError:
-        return []
 
 
 def _ensure_cpuset(path: str) -> None:
@@ -235,7 +228,7 @@ class V1Job(base.JobCgroup):
         return V1Step(self, name)
 
     def steps(self) -> list[str]:
-        return [d[5:] for d in _listdir(self.paths[TRACKING]) if d.startswith("step_")]
+        return [d[5:] for d in base.listdir(self.paths[TRACKING]) if d.startswith("step_")]
 
     def pids(self) -> set[int]:
         return _procs_below(self.paths[TRACKING])

@@ -58,7 +58,7 @@ class V2Hierarchy(base.Hierarchy):
 
     def jobs(self) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
-        for name in _listdir(self.root):
+        for name in base.listdir(self.root):
             if name.startswith("job_") and name[4:].isdigit():
                 out.append((_uid_of(os.path.join(self.root, name)), int(name[4:])))
         return sorted(out, key=lambda pair: pair[1])
@@ -83,13 +83,6 @@ class V2Hierarchy(base.Hierarchy):
                 self.warn_once(controller, self.missing[controller])
             self.enabled = ()
         self._root_ready = True
-
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return sorted(e.name for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
-    except OSError:
-        return []
 
 
 def _uid_of(path: str) -> int:
@@ -230,7 +223,7 @@ class V2Job(base.JobCgroup):
         return V2Step(self, name)
 
     def steps(self) -> list[str]:
-        return [d[5:] for d in _listdir(self.path) if d.startswith("step_")]
+        return [d[5:] for d in base.listdir(self.path) if d.startswith("step_")]
 
     def pids(self) -> set[int]:
         return _procs_below(self.path)
