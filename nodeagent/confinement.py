@@ -57,6 +57,15 @@ def oom_message(count: int, job_id: int, step: str, node: str) -> str:
     return OOM_MESSAGE.format(count=count, job_id=job_id, step=step, node=node)
 
 
+def _nth_int(values: Any, i: int, default: int) -> int:
+    """``values[i]`` as an int, ``default`` when the list is short or the value no number (a
+    credential of another version's, not a reason to fail the launch)."""
+    if isinstance(values, list) and i < len(values) and isinstance(values[i], (int, float)) \
+            and not isinstance(values[i], bool):
+        return int(values[i])
+    return default
+
+
 class ConfinementError(Exception):
     """A job's cgroup could not be made: its launch fails."""
 
@@ -113,7 +122,10 @@ class Confinement:
         self.why = why
         self.prefix = prefix
         self.node_cpus = max(1, node_cpus)
-        self.node_ram_mb = node_ram_mb
+        # MaxRAMPercent's base: the node's RealMemory; unset (Slurm's 1 MB) the machine's RAM, as
+        # slurmd would see it (1 MB would cap every job there, under MinRAMSpace).
+        self.node_ram_mb = node_ram_mb if node_ram_mb > 1 else \
+            os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // MIB
         self.allowed = sorted(os.sched_getaffinity(0))
         self.gpu_files = gpu_files
         self.marks = os.path.join(spool, "cgroups")
@@ -253,13 +265,17 @@ class Confinement:
         from plurm.common import environment
         from plurm.nodeagent import cgroups
 
-        if not isinstance(alloc, dict) or node not in (alloc.get("nodes") or []):
+        nodes = alloc.get("nodes") if isinstance(alloc, dict) else None
+        if not isinstance(nodes, list) or node not in nodes:
             return cgroups.Limits()
-        i = alloc["nodes"].index(node)
-        counts, mems = alloc.get("cpus") or [], alloc.get("mem") or []
-        cpus = self.pick_cpus(int(counts[i]) if i < len(counts) else 1, used | self.held_cpus())
+        i = nodes.index(node)
+        cpus = self.pick_cpus(_nth_int(alloc.get("cpus"), i, 1), used | self.held_cpus())
         self.held[(uid, job_id)] = cpus
-        return self.limits(cpus, int(mems[i]) if i < len(mems) else 0, environment.allocated_gpus(alloc, i))
+        try:  # (GPUs that cannot be read: none, every GPU of the node denied)
+            gpus = [g for g in environment.allocated_gpus(alloc, i) if isinstance(g, int)]
+        except (AttributeError, TypeError, KeyError):
+            gpus = []
+        return self.limits(cpus, _nth_int(alloc.get("mem"), i, 0), gpus)
 
     def held_cpus(self) -> set[int]:
         return {c for cpus in self.held.values() for c in cpus}
@@ -284,6 +300,8 @@ class Confinement:
             step.create(cgroups.Limits())
             return Setup(list(step.join_paths()), asdict(self.cgconf), self.prefix, uid, job_id, str(step_id))
         except Exception as exc:
+            if not job_here:  # its job cgroup, mark and held CPUs are this step's alone
+                self.release(uid, job_id)
             raise ConfinementError(f"cannot create the step's cgroup: {exc}") from exc
 
     def _claim(self, job: Any, uid: int, job_id: int) -> None:

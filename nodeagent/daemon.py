@@ -487,8 +487,14 @@ class NodeDaemon:
             except ConfinementError as exc:
                 log.error("step %s.%s failed to launch: %s", msg.job_id, msg.step_id, exc)
                 return {"error": str(exc)}
-        proc = launch.start_stepd(msg, self.name, self.spool, self.key_path, task_prolog=scripts.task_prolog,
-                                  cgroup=setup.payload() if setup else None, acct_freq=self.sampler.every_s)
+        try:
+            proc = launch.start_stepd(msg, self.name, self.spool, self.key_path, task_prolog=scripts.task_prolog,
+                                      cgroup=setup.payload() if setup else None, acct_freq=self.sampler.every_s)
+        except OSError as exc:
+            log.error("step %s.%s failed to launch: %s", msg.job_id, msg.step_id, exc)
+            if setup is not None and not here:
+                self.confine.release(msg.uid, msg.job_id)  # (the job cgroup was this step's alone)
+            return {"error": f"cannot start plurmstepd: {exc.strerror}"}
         record = StepRecord(msg.job_id, msg.step_id, proc.pid, jobstate.start_ticks(proc.pid), msg.uid)
         record.save(self.spool)  # a restarted plurmd can still signal and cancel it
         self.steps[(msg.job_id, msg.step_id)] = RunningStep(record, proc)
