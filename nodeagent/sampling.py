@@ -71,7 +71,7 @@ class Sampler:
                 continue  # ending, or frozen: nothing to learn, nothing to act on
             batch, every = self.pids(job)
             job.gauge.add(stepusage.pids_usage(batch))
-            if self.policies is not None:
+            if self.policies:  # (falsy when no policy is on: no samples built at all)
                 tasks = stepusage.pids_usage(every)
                 if tasks:
                     self._observe(job, every, tasks[0].rss_kb * 1024)
@@ -81,8 +81,9 @@ class Sampler:
 
         files = self.confine.gpu_files
         mine = [files[i] for i in job.gpus if i < len(files) and files[i]]
-        sample = Sample(job.job_id, job.uid, time.monotonic(), rss_bytes, job.mem_limit, mine,
-                        stepusage.opened_devices(pids, set(self.gpu_files)), self.gpu_files)
+        opened = stepusage.opened_devices(pids, set(self.gpu_files)) if self.policies.wants_open_devices else []
+        sample = Sample(job.job_id, job.uid, time.monotonic(), rss_bytes, job.mem_limit, mine, opened,
+                        self.gpu_files)
         verdict = self.policies.observe(sample)
         if verdict is None or verdict.action != "freeze":
             return

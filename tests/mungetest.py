@@ -107,6 +107,12 @@ class MungeCluster(Cluster):
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        # A stopped plurmd leaves its jobs running: they (and, confined, their cgroups, which
+        # the next cluster's n1 would find) go with the cluster, as `plurm cluster down` does.
+        from plurm.nodeagent.jobstate import kill_recorded
+
+        for node in self.nodes:
+            kill_recorded(str(self.dir / "spool" / node))
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def log(self, name: str = "plurmctld") -> str:
