@@ -68,11 +68,13 @@ class CgroupConf:
         """(hard RAM, soft RAM, swap beyond RAM) in bytes for an allocation; None: not
         constrained.  ``alloc_bytes`` 0 (no memory allocated): MaxRAMPercent of ``total``.
 
-        ConstrainRAMSpace: hard = allocation x AllowedRAMSpace%, soft = the allocation (the
-        hard limit when that is lower).  ConstrainSwapSpace: RAM+swap = allocation x
-        (AllowedRAMSpace + AllowedSwapSpace)% (without ConstrainRAMSpace the RAM percent is
-        100 and RAM gets the same limit as RAM+swap).  Both at least MinRAMSpace, and at most
-        MaxRAMPercent / MaxSwapPercent of the node's RAM when ``total_bytes`` is known."""
+        As 22.05 writes them (tests/integration/reference/cgroup/variants.*): hard = the
+        allocation x AllowedRAMSpace%, at least MinRAMSpace; soft = the allocation, at least
+        MinRAMSpace, at most hard; ConstrainSwapSpace: RAM+swap = hard + the allocation x
+        AllowedSwapSpace% (10M with 150/50: 30M and 35M), and without ConstrainRAMSpace RAM gets
+        the RAM+swap limit ("This amount is thus set to both RAM and RAM+Swap limits"; the
+        soft limit stays the allocation's).  At most MaxRAMPercent / MaxSwapPercent of the
+        node's RAM when ``total_bytes`` is known."""
         if not (self.constrain_ram or self.constrain_swap):
             return None, None, None
         if alloc_bytes <= 0:
@@ -82,14 +84,14 @@ class CgroupConf:
         hard = max(int(alloc_bytes * ram_pct / 100), floor)
         if total_bytes:
             hard = min(hard, int(total_bytes * self.max_ram_percent / 100))
-        soft = min(alloc_bytes, hard)
+        soft = min(max(alloc_bytes, floor), hard)
         if not self.constrain_swap:
             return hard, soft, None
-        memsw = max(int(alloc_bytes * (ram_pct + self.allowed_swap_percent) / 100), floor)
+        memsw = hard + int(alloc_bytes * self.allowed_swap_percent / 100)
         if total_bytes:
             memsw = min(memsw, int(total_bytes * self.max_swap_percent / 100))
         if not self.constrain_ram:
-            hard = soft = memsw  # "This amount is thus set to both RAM and RAM+Swap limits"
+            hard = memsw
         return hard, soft, max(memsw - hard, 0)
 
     def limits(self, *, cpus: list[int] | None = None, alloc_ram_bytes: int = 0,

@@ -180,14 +180,32 @@ def test_memory_limits_follow_allowed_ram_and_swap_percent() -> None:
     assert conf.memory_limits(alloc) == (alloc, alloc, 100 * MIB)
     # Swap without RAM: RAM gets the RAM+swap limit (man cgroup.conf, ConstrainSwapSpace).
     conf = cgroups.CgroupConf(constrain_swap=True, allowed_swap_percent=10)
-    assert conf.memory_limits(alloc) == (1100 * MIB, 1100 * MIB, 0)
+    assert conf.memory_limits(alloc) == (1100 * MIB, alloc, 0)
     conf = cgroups.CgroupConf(constrain_ram=True)
-    assert conf.memory_limits(1 * MIB) == (30 * MIB, 1 * MIB, None)  # MinRAMSpace floor
+    assert conf.memory_limits(1 * MIB) == (30 * MIB, 30 * MIB, None)  # MinRAMSpace floor, soft too
     assert conf.memory_limits(0, total_bytes=4000 * MIB) == (4000 * MIB, 4000 * MIB, None)
     assert cgroups.CgroupConf().memory_limits(alloc) == (None, None, None)
     limits = cgroups.CgroupConf(constrain_cores=True).limits(cpus=[1], alloc_ram_bytes=alloc,
                                                              denied_devices=[("c", 1, 5)])
     assert limits.cpus == [1] and limits.ram_bytes is None and limits.denied_devices == []
+
+
+REFERENCE = Path(__file__).parent.parent / "integration" / "reference" / "cgroup"
+
+
+@pytest.mark.parametrize("variant", ["ramonly_noswap", "allowed150_swap50", "swaponly"])
+@pytest.mark.parametrize("mem_mb", [10, 100])
+def test_memory_limits_are_those_22_05_wrote(variant: str, mem_mb: int) -> None:
+    # The real slurmd's values for `--mem=<mem_mb>M` under each cgroup.conf (regenerate.sh).
+    conf = cgroups.parse_conf((REFERENCE / f"variants.{variant}_cgroup_conf.txt").read_text())
+    text = (REFERENCE / f"variants.{variant}_mem{mem_mb}M.txt").read_text()
+    block = next(part for part in text.split("== ")
+                 if "/memory/" in part and part.split("\n", 1)[0].endswith("/step_batch"))
+    written = dict(line.split(": ", 1) for line in block.splitlines()[1:] if ": " in line)
+    unlimited = 9223372036854771712
+    hard, soft, swap = conf.memory_limits(mem_mb * MIB)
+    assert (int(written["memory.limit_in_bytes"]), int(written["memory.soft_limit_in_bytes"]),
+            int(written["memory.memsw.limit_in_bytes"])) == (hard, soft, unlimited if swap is None else hard + swap)
 
 
 def test_cpulist_round_trips() -> None:
