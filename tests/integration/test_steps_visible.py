@@ -41,6 +41,10 @@ def running(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Itera
     job = str(cluster.sbatch("-N1", "-n2", "-o", str(work / "s.out"), "--wrap", "srun -n2 sleep 120", cwd=work))
     wait_for(lambda: f"{job}.0" in cluster.run("squeue", "-h", "-s", "-j", job, "-o", "%i").stdout.split(),
              what=f"step {job}.0 running")
+    # The step is listed once it is created; its two tasks start a moment later (confined:
+    # each enters its cgroup first), and sstat counts the tasks it finds running.
+    wait_for(lambda: cluster.run("sstat", "-j", f"{job}.0", "-n", "-P", "-o", "NTasks").stdout.strip() == "2",
+             what=f"the two tasks of {job}.0 running")
     try:
         yield job
     finally:
