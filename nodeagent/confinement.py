@@ -46,17 +46,6 @@ log = logging.getLogger("plurmd")
 
 DEFAULT_PROCTRACK = "proctrack/cgroup"  # Slurm 22.05's default
 MIB = 1024 * 1024
-# slurmstepd's words for OOM kills in a step, in the batch job's error file (Slurm 22.05.8's exact
-# text: tests/integration/reference/cgroup/cg.oom_batch_stderr.txt; for an srun step srun prints
-# it, after its "task N: Out Of Memory").
-OOM_MESSAGE = ("slurmstepd-{node}: error: Detected {count} oom-kill event(s) in StepId={job_id}.{step}. "
-               "Some of your processes may have been killed by the cgroup out-of-memory handler.\n")
-
-
-def oom_message(count: int, job_id: int, step: str, node: str) -> str:
-    return OOM_MESSAGE.format(count=count, job_id=job_id, step=step, node=node)
-
-
 def _nth_int(values: Any, i: int, default: int) -> int:
     """``values[i]`` as an int, ``default`` when the list is short or the value no number (a
     credential of another version's, not a reason to fail the launch)."""
@@ -97,18 +86,14 @@ def step_cgroup(payload: dict[str, Any]) -> Any:
 
 
 def acct_frequency(conf: Any) -> float:
-    """JobAcctGatherFrequency's task interval in seconds (``30``, ``task=30,energy=0``); 0: off."""
-    raw = (conf.get("JobAcctGatherFrequency") or "30").strip()
-    for part in raw.split(","):
-        key, _, value = part.partition("=")
-        if not value:
-            key, value = "task", key
-        if key.strip().lower() == "task":
-            try:
-                return max(0.0, float(value))
-            except ValueError:
-                return 30.0
-    return 30.0
+    """JobAcctGatherFrequency's task interval in seconds (``30``, ``task=30,energy=0``: the
+    syntax of --acctg-freq); 0: off; a value that does not parse: Slurm's default, 30."""
+    from plurm.grammar.values import OptionValueError, parse_acctg_freq
+
+    try:
+        return float(parse_acctg_freq((conf.get("JobAcctGatherFrequency") or "30").strip()).get("task", 30))
+    except OptionValueError:
+        return 30.0
 
 
 class Confinement:

@@ -23,7 +23,8 @@ from collections.abc import Iterable
 from typing import Any, Callable
 
 from plurm.nodeagent import jobstate, launch, stepusage
-from plurm.nodeagent.confinement import Confinement, oom_message
+from plurm.common.stepd_texts import oom_message
+from plurm.nodeagent.confinement import Confinement
 from plurm.nodeagent.tracking import RunningJob
 
 log = logging.getLogger("plurmd")

@@ -20,6 +20,7 @@ from typing import Any
 from plurm.wire.client import ClientError, Connection
 from plurm.tools.srun_io import IoPlan, ranges
 from plurm.tools.srun_usage import StepUsage
+from plurm.common.stepd_texts import oom_message
 
 
 class Step:
@@ -289,9 +290,7 @@ class Step:
             worst_code = max(worst_code, code)
         for node, kills in sorted(self.usage.oom.items()):
             # 22.05's slurmstepd says so on the step's stderr, after srun's task lines.
-            print(f"slurmstepd-{node}: error: Detected {kills} oom-kill event(s) in StepId={self.job['job_id']}."
-                  f"{self.step['step_id']}. Some of your processes may have been killed by the cgroup "
-                  "out-of-memory handler.", file=sys.stderr)
+            sys.stderr.write(oom_message(kills, self.job["job_id"], self.step["step_id"], node))
         return worst_code, worst_sig
 
     def close(self) -> None:
