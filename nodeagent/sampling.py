@@ -71,9 +71,11 @@ class Sampler:
             if job.kill_at is not None or job.frozen:
                 continue  # ending, or frozen: nothing to learn, nothing to act on
             batch, every = self.pids(job)
-            job.gauge.add(stepusage.pids_usage(batch))
+            batch_tasks = stepusage.pids_usage(batch)
+            job.gauge.add(batch_tasks)
             if self.policies:  # (falsy when no policy is on: no samples built at all)
-                tasks = stepusage.pids_usage(every)
+                # Unconfined, the batch step's processes are the job's: read once.
+                tasks = batch_tasks if every is batch else stepusage.pids_usage(every)
                 if tasks:
                     self._observe(job, every, tasks[0].rss_kb * 1024)
 
