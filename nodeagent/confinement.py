@@ -46,6 +46,8 @@ log = logging.getLogger("plurmd")
 
 DEFAULT_PROCTRACK = "proctrack/cgroup"  # Slurm 22.05's default
 MIB = 1024 * 1024
+
+
 def _nth_int(values: Any, i: int, default: int) -> int:
     """``values[i]`` as an int, ``default`` when the list is short or the value no number (a
     credential of another version's, not a reason to fail the launch)."""
