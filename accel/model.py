@@ -38,6 +38,9 @@ class Device:
     links: str | None = None
     health: str = HEALTH_OK
     device_file: str | None = None
+    # What the library calls it: "gpu", or OpenCL's "accelerator", "cpu", "custom"
+    # (PoCL's CPU device, vendor GenuineIntel, must not bind like an Intel GPU).
+    kind: str = "gpu"
 
     @property
     def gres_type(self) -> str:

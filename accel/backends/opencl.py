@@ -49,6 +49,12 @@ def _kinds(cl: Any, type_bits: int) -> set[str]:
                                    ("cpu", dt.CPU), ("custom", dt.CUSTOM)) if type_bits & bit}
 
 
+def _kind(cl: Any, type_bits: int) -> str:
+    """One name for a device's type: a GPU that is also something else is a GPU."""
+    kinds = _kinds(cl, type_bits)
+    return next((k for k in ("gpu", "accelerator", "cpu", "custom") if k in kinds), "custom")
+
+
 def _attr(dev: Any, name: str) -> Any:
     # pyopencl raises LogicError (not AttributeError) for an unsupported query.
     try:
@@ -180,6 +186,7 @@ def detect(options: Mapping[str, str]) -> list[Device]:
             vendor=vendor, model=text(dev.name), uuid=_uuid(platform, dev, ordinal, bus_id),
             index=ordinal, backend=NAME, pci_bus_id=bus_id,
             memory_mb=int(dev.global_mem_size) // MIB, numa_node=sysfs_numa_node(bus_id),
+            kind=_kind(cl, dev.type),
         ))
     return devices
 
@@ -188,7 +195,7 @@ def binding_env(devices: Sequence[Device], use_uuid: bool = False) -> dict[str, 
     env = vendor_env(devices, VENDOR_VARS["opencl"], use_uuid)
     # Level Zero numbers Intel GPUs on its own; the OpenCL order matches it when
     # the node's Intel GPUs are its only OpenCL GPUs, the usual case.
-    intel = [d for d in devices if d.vendor == "intel" and "cpu" not in d.model.lower()]
+    intel = [d for d in devices if d.vendor == "intel" and d.kind == "gpu"]
     env.update(vendor_env(intel, ("ZE_AFFINITY_MASK",), use_uuid))
     return env
 

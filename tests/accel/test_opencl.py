@@ -52,7 +52,7 @@ def test_cpu_devices_are_left_out_by_default(pm, monkeypatch):
     monkeypatch.delenv("PLURM_OPENCL_DEVICE_TYPES", raising=False)
     result = detect(["opencl"], manager=pm)
     assert result.errors == {}
-    assert all("cpu" not in d.model.lower() for d in result.devices)
+    assert all(d.kind != "cpu" for d in result.devices)
 
 
 @needs_pocl
@@ -71,7 +71,9 @@ def test_cpu_device_when_asked_is_offered_exactly_when_it_computes(pm, monkeypat
         return  # this host's PoCL cannot compile: what is left is checked above
     dev = next(d for d in via_env.devices if d.backend == "opencl")
     assert dev.index == 0 and dev.uuid.startswith("OCL-") and dev.memory_mb > 0
-    assert dev.health == "ok"
+    assert dev.health == "ok" and dev.kind == "cpu"
+    # a CPU device binds by its OpenCL ordinal alone, even where PoCL names it
+    # "pthread-Intel(R) Xeon(R) Processor" with vendor GenuineIntel
     assert binding_env([dev], manager=pm) == {"GPU_DEVICE_ORDINAL": "0"}
     assert health_check([dev], manager=pm) == {dev.uuid: "ok"}
     gone = Device(**{**dev.to_dict(), "uuid": "OCL-0000000000000000"})
@@ -160,3 +162,6 @@ def test_intel_gpus_also_bind_level_zero(pm):
                    index=i, backend="opencl") for i in range(2)]
     assert binding_env(gpus, manager=pm) == {"GPU_DEVICE_ORDINAL": "0,1",
                                              "ZE_AFFINITY_MASK": "0,1"}
+    xeon = Device(vendor="intel", model="pthread-Intel(R) Xeon(R) Processor", uuid="OCL-1",
+                  index=0, backend="opencl", kind="cpu")
+    assert binding_env([xeon], manager=pm) == {"GPU_DEVICE_ORDINAL": "0"}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from osusers import make_reachable
 from plurm.corescheduler import effects as fx
 from plurm.corescheduler.accounts import Account, AccountBook, Link, Qos, User
 from plurm.corescheduler.store import SqlStore, StoreError
@@ -136,7 +137,11 @@ def test_a_readonly_sqlite_store_is_refused_at_start(tmp_path: Path) -> None:
         for path in state.iterdir():
             path.chmod(0o444)
         state.chmod(0o555)
-        as_nobody = {"user": "nobody", "group": "nogroup"} if os.geteuid() == 0 else {}
+        as_nobody = {}
+        if os.geteuid() == 0:
+            # nobody runs this Python (pyenv's, under /root: 0700 on a fresh machine) and this plurm
+            make_reachable(Path(sys.executable).resolve(), Path(sys.prefix), Path(__file__).resolve().parents[2])
+            as_nobody = {"user": "nobody", "group": "nogroup"}
         proc = subprocess.run([sys.executable, "-c", _READONLY_CHECK, str(state)], capture_output=True, text=True,
                               timeout=60, cwd="/", **as_nobody)
         assert proc.returncode == 0, proc.stderr
