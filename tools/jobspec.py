@@ -24,6 +24,15 @@ _HANDLED = {
     "version", "label", "pty", "overlap", "gres", "gpus", "gpus-per-node", "gpus-per-task", "cpus-per-gpu",
     "mem-per-gpu", "constraint", "contiguous", "oversubscribe", "signal",
 }
+# Issue 14: each area adds the options it acts on to its own line (one line each, no collisions).
+_HANDLED |= set()  # area: reservations
+_HANDLED |= set()  # area: licenses
+_HANDLED |= set()  # area: mail
+_HANDLED |= set()  # area: binding
+_HANDLED |= set()  # area: timeprio
+_HANDLED |= set()  # area: mpi
+_HANDLED |= set()  # area: hetjob
+_HANDLED |= set()  # area: rest
 
 
 def _export_environment(export: dict[str, Any] | None, environ: dict[str, str], batch: bool = True) -> dict[str, str]:
@@ -141,6 +150,14 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
         spec["command"] = command
     if script_args:
         spec["script_args"] = list(script_args)
+    # area: reservations (its JobSpec fields below this line)
+    # area: licenses (its JobSpec fields below this line)
+    # area: mail (its JobSpec fields below this line)
+    # area: binding (its JobSpec fields below this line)
+    # area: timeprio (its JobSpec fields below this line)
+    # area: mpi (its JobSpec fields below this line)
+    # area: hetjob (its JobSpec fields below this line)
+    # area: rest (its JobSpec fields below this line)
     raw = raw_options or {}
     other = {k: str(raw[k]) if k in raw else _raw(v) for k, v in options.items() if k not in _HANDLED}
     if other:
@@ -151,8 +168,7 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
 # Options that change nothing in how Slurm runs a job (bookkeeping, output of the command
 # itself): plurm keeps them without a warning.
 _NO_EFFECT = {"wckey", "mcs-label", "acctg-freq", "profile", "quiet", "verbose", "ignore-pbs", "propagate",
-              "kill-on-invalid-dep", "export-file", "uid", "gid", "get-user-env", "mpi", "job-name", "cpu-bind",
-              "distribution"}
+              "kill-on-invalid-dep", "export-file", "uid", "gid", "get-user-env", "job-name"}
 
 
 def not_acted_on(spec: dict[str, Any]) -> list[str]:

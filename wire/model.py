@@ -122,6 +122,14 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     group_id: int = 0
     user: str = "root"
     group: str = "root"
+    # area: reservations (issue 14: its fields below this line)
+    # area: licenses (issue 14: its fields below this line)
+    # area: mail (issue 14: its fields below this line)
+    # area: binding (issue 14: its fields below this line)
+    # area: timeprio (issue 14: its fields below this line)
+    # area: mpi (issue 14: its fields below this line)
+    # area: hetjob (issue 14: its fields below this line)
+    # area: rest (issue 14: its fields below this line)
     other_options: dict[str, str] = {}  # accepted, not acted on: shown by scontrol
 
 
