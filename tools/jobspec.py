@@ -28,6 +28,7 @@ _HANDLED = {
 _HANDLED |= set()  # area: reservations
 _HANDLED |= set()  # area: licenses
 _HANDLED |= set()  # area: mail
+_HANDLED |= set()  # area: topology
 _HANDLED |= set()  # area: binding
 _HANDLED |= set()  # area: timeprio
 _HANDLED |= set()  # area: mpi
@@ -153,6 +154,7 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
     # area: reservations (its JobSpec fields below this line)
     # area: licenses (its JobSpec fields below this line)
     # area: mail (its JobSpec fields below this line)
+    # area: topology (its JobSpec fields below this line)
     # area: binding (its JobSpec fields below this line)
     # area: timeprio (its JobSpec fields below this line)
     # area: mpi (its JobSpec fields below this line)

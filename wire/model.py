@@ -125,6 +125,7 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     # area: reservations (issue 14: its fields below this line)
     # area: licenses (issue 14: its fields below this line)
     # area: mail (issue 14: its fields below this line)
+    # area: topology (issue 14: its fields below this line)
     # area: binding (issue 14: its fields below this line)
     # area: timeprio (issue 14: its fields below this line)
     # area: mpi (issue 14: its fields below this line)
