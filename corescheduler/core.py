@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from plurm.corescheduler import authz
 from plurm.corescheduler import effects as fx
 from plurm.corescheduler.accounts import AccountBook
@@ -31,6 +33,7 @@ from plurm.corescheduler.backfill import BackfillParams, schedule_with_backfill
 from plurm.corescheduler.core_ends import JobEnds
 from plurm.corescheduler.core_nodeadmin import NodeAdmin
 from plurm.corescheduler.core_nodes import NodeEvents
+from plurm.corescheduler.core_options import OptionEffects
 from plurm.corescheduler.core_preempt import Preemption
 from plurm.corescheduler.core_reconfig import NodeReconfig
 from plurm.corescheduler.core_requeue import JobControl
@@ -39,6 +42,7 @@ from plurm.corescheduler.core_update import JobChanges, JobUpdates
 from plurm.corescheduler.dependency import Dependencies, dependency_targets
 from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.errors import RequestError
+from plurm.corescheduler.jobids import parse_task_ids
 from plurm.corescheduler.identity import Identity
 from plurm.corescheduler.preempt import NoPreemption
 from plurm.corescheduler.priority import BasicPriority, ClusterShape, factor_report
@@ -97,7 +101,8 @@ class CoreSettings:
     return_to_service: int = 0  # ReturnToService: when a DOWN node comes back by itself (core_nodes.py)
 
 
-class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signals, NodeAdmin, NodeReconfig):
+class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signals, NodeAdmin, NodeReconfig,
+                  OptionEffects):
     def __init__(self, nodes: dict[str, Node], partitions: dict[str, Partition],
                  settings: CoreSettings | None = None, *, priority_policy: Any = None, preempt_policy: Any = None,
                  accounts: AccountBook | None = None, jobs: Iterable[Job] = (),
@@ -472,7 +477,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         # The script and environment are the store's: the controller adds them to the body.
         body = {
             "job_id": job.job_id,
-            "job": model_to_dict(job),
+            "job": msgspec.to_builtins(job),
             "args": job.spec.script_args,
             "work_dir": job.spec.work_dir,
             "stdout": job.spec.stdout or "",
@@ -569,30 +574,3 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         out.extend(self.reboots_due(now))
         return out
 
-
-def parse_task_ids(text: str) -> set[int]:
-    text = text.strip("[]")
-    wanted: set[int] = set()
-    for part in text.split(","):
-        part = part.split("%", 1)[0]
-        if not part:
-            continue
-        low, _, high = part.partition("-")
-        try:
-            if high:
-                step = 1
-                if ":" in high:
-                    high, step_text = high.split(":", 1)
-                    step = int(step_text)
-                wanted.update(range(int(low), int(high) + 1, step))
-            else:
-                wanted.add(int(low))
-        except ValueError:
-            raise RequestError("Invalid job id specified", "InvalidJobId") from None
-    return wanted
-
-
-def model_to_dict(job: Job) -> dict[str, Any]:
-    import msgspec
-
-    return msgspec.to_builtins(job)

@@ -1,0 +1,16 @@
+"""The mixins of ``ClusterCore`` that make sbatch's options act (issue 14): one per area.
+
+Each area (reservations, licenses, mail, topology, binding, time and priority, MPI,
+heterogeneous jobs, the rest) keeps its behaviour in a module of its own and adds its
+mixin here, on its own line, so that core.py only calls it.
+"""
+
+from __future__ import annotations
+
+# area imports, one line each (area: reservations, licenses, mail, topology, binding, timeprio, mpi, hetjob, rest)
+
+
+class OptionEffects(
+    # area mixins, one line each
+):
+    """What the issue-14 options do in the core; the areas' mixins are its bases."""
