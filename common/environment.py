@@ -120,6 +120,8 @@ def job_variables(job: dict[str, Any], node_name: str, *, cluster: str, conf_pat
         "SLURM_WORKING_CLUSTER": f"{cluster}:{ctld_host}:{ctld_port}:9728:109",
     }
     env.update(gpu_variables(job, node_index, binding=binding))
+    if spec.get("reservation"):  # --reservation (issue 14): as the real 22.05 sets it
+        env["SLURM_JOB_RESERVATION"] = spec["reservation"]
     if spec.get("mem_per_node"):
         env["SLURM_MEM_PER_NODE"] = str(spec["mem_per_node"])
     elif job.get("mem") and cpus and cpus[0]:
@@ -131,6 +133,9 @@ def job_variables(job: dict[str, Any], node_name: str, *, cluster: str, conf_pat
         env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(sum(job["tasks"]))
     if spec.get("ntasks_per_node"):
         env["SLURM_NTASKS_PER_NODE"] = str(spec["ntasks_per_node"])
+    for unit in ("core", "socket", "gpu"):  # --ntasks-per-core|socket|gpu, as sbatch exports them
+        if spec.get(f"ntasks_per_{unit}"):
+            env[f"SLURM_NTASKS_PER_{unit.upper()}"] = str(spec[f"ntasks_per_{unit}"])
     if spec.get("cpus_per_task") is not None:
         env["SLURM_CPUS_PER_TASK"] = str(spec["cpus_per_task"])
     if spec.get("account"):
@@ -167,6 +172,30 @@ def batch_environment(job: dict[str, Any], submitted: dict[str, str], node_name:
     if job.get("restarts"):  # a requeued job's run (Slurm sets it only from the first restart)
         env["SLURM_RESTART_COUNT"] = str(job["restarts"])
     env.setdefault("ENVIRONMENT", "BATCH")
+    if job.get("het_components"):  # a hetjob's script: every component's, by group
+        env.update(het_variables(job["het_components"], node_name, **where))
+    return env
+
+
+# What a hetjob's batch script learns of each component K, as SLURM_<NAME>_HET_GROUP_K and the
+# older SLURM_<NAME>_PACK_GROUP_K (22.05.8: tests/integration/reference/hetjob/run_env.txt).
+_HET_NAMES = ("SLURM_CPUS_PER_TASK", "SLURM_JOB_ACCOUNT", "SLURM_JOB_CPUS_PER_NODE", "SLURM_JOB_ID",
+              "SLURM_JOB_NAME", "SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES", "SLURM_JOB_PARTITION",
+              "SLURM_JOB_QOS", "SLURM_MEM_PER_CPU", "SLURM_MEM_PER_NODE", "SLURM_NPROCS", "SLURM_NTASKS",
+              "SLURM_TASKS_PER_NODE")
+
+
+def het_variables(components: list[dict[str, Any]], node_name: str, **where: Any) -> dict[str, str]:
+    """SLURM_HET_SIZE and each component's variables (core_hetjob.model_dict's records)."""
+    where.pop("binding", None)  # (a component's devices are its nodes' business)
+    size = str(len(components))
+    env = {"SLURM_HET_SIZE": size, "SLURM_PACK_SIZE": size}
+    for component in components:
+        own = job_variables(component, node_name, binding=None, **where)
+        offset = component.get("offset", (component.get("spec") or {}).get("het_job_offset", 0))
+        for name in _HET_NAMES:
+            if name in own:
+                env[f"{name}_HET_GROUP_{offset}"] = env[f"{name}_PACK_GROUP_{offset}"] = own[name]
     return env
 
 

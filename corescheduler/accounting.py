@@ -6,15 +6,36 @@ from typing import Any
 
 from plurm.wire import model, protocol
 from plurm.corescheduler.core import ClusterCore, parse_task_ids
+from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.identity import Identity
 from plurm.corescheduler.store import StateStore
 
 
-def _matches(job: model.Job, msg: protocol.AcctQuery, wanted: list[tuple[int, set[int] | None]]) -> bool:
+# A job id as sacct -j names it: (job id, array task ids or None, hetjob component offset or None).
+Wanted = tuple[int, set[int] | None, int | None]
+
+
+def _wanted(spec: str) -> Wanted:
+    """ "12", "12_3", "12_[1-3]", "12+1" (a hetjob's component), each maybe with ".step"."""
+    head = spec.partition(".")[0]
+    try:
+        base, plus, offset = head.partition("+")
+        if plus:
+            return int(base), None, int(offset)
+        base, sep, tasks = head.partition("_")
+        return int(base), parse_task_ids(tasks) if sep else None, None
+    except ValueError:
+        raise RequestError("Invalid job id specified", "InvalidJobId") from None
+
+
+def _matches(job: model.Job, msg: protocol.AcctQuery, wanted: list[Wanted]) -> bool:
     if wanted:
         hit = False
-        for job_id, tasks in wanted:
-            if tasks is None and (job.job_id == job_id or job.array_job_id == job_id):
+        for job_id, tasks, het_offset in wanted:
+            if het_offset is not None:
+                hit = hit or (job.spec.het_job_id == job_id and job.spec.het_job_offset == het_offset)
+            elif tasks is None and (job.job_id == job_id or job.array_job_id == job_id
+                                    or job.spec.het_job_id == job_id):
                 hit = True
             elif tasks is not None and job.array_job_id == job_id and job.array_task_id in tasks:
                 hit = True
@@ -35,15 +56,18 @@ def _matches(job: model.Job, msg: protocol.AcctQuery, wanted: list[tuple[int, se
 
 def query(store: StateStore, core: ClusterCore, msg: protocol.AcctQuery, who: Identity | None = None) -> dict[str, Any]:
     """sacct's jobs and steps; PrivateData=jobs: a sender who is no operator gets only their own."""
-    wanted: list[tuple[int, set[int] | None]] = []
-    for spec in msg.job_ids:
-        base, sep, tasks = spec.partition(".")[0].partition("_")
-        wanted.append((int(base), parse_task_ids(tasks) if sep else None))
+    wanted = [_wanted(spec) for spec in msg.job_ids]
     jobs: dict[int, model.Job] = {}
     # Narrow in SQL first (job ids, or the time window); _matches applies every filter.
-    ids = [job_id for job_id, _ in wanted]
+    ids = [job_id for job_id, _, _ in wanted]
     since = None if wanted else msg.start_time
-    for job in store.acct_jobs(job_ids=ids or None, since=since):
+    found = list(store.acct_jobs(job_ids=ids or None, since=since))
+    # A hetjob's components have the ids after its leader's (core_hetjob.py): read them too.
+    more = [job.job_id + k for job in found if job.job_id in ids and job.spec.het_job_id == job.job_id
+            for k in range(1, job.spec.het_size)]
+    if more:
+        found.extend(store.acct_jobs(job_ids=more))
+    for job in found:
         if _matches(job, msg, wanted):
             jobs[job.job_id] = job
     for job in core.jobs.values():

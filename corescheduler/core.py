@@ -208,12 +208,15 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         state = job.state + ("+COMPLETING" if job.completing else "")
         if job.events and job.events[-1][1] == state and job.events[-1][2] == job.reason:
             return
+        self._mail_on_transition(job, state)  # --mail-type (core_mail.py): before the log moves on
         job.events.append((self.now, state, job.reason))
         if len(job.events) > MAX_JOB_EVENTS:
             del job.events[1:len(job.events) - MAX_JOB_EVENTS + 1]  # keep the first and the latest
 
     def find_jobs(self, spec: str) -> list[Job]:
         """Jobs named by "12", "12_3" or "12_[1-3]" (array tasks by their array id)."""
+        if (het := self._het_find(spec)) is not None:  # "12+1", or every component of hetjob 12
+            return het
         base, sep, task = spec.partition("_")
         try:
             job_id = int(base)
@@ -280,6 +283,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         if self.settings.enforce_associations and not (
                 spec.account and self.accounts.has_association(spec.user, spec.account)):
             raise RequestError("Invalid account or account/partition combination specified", "InvalidAccount")
+        self.rest_submit(spec, who)  # --batch refused as without node_features (core_rest.py)
         try:
             self.scheduler.validate(spec, partition)
         except SubmitRefused as exc:
@@ -296,6 +300,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         job = Job(job_id=self.next_job_id, spec=spec, partition=partition.name, time_limit=time_limit,
                   submit_time=now)
         job.priority = self.priority_policy.priority(job, now, self.shape)
+        self.timeprio_submit(job, who, now)  # --priority, --time-min, --deadline, --tmp, --prefer (core_timeprio.py)
         if spec.hold:
             job.priority = 0
             job.held_by = "user"
@@ -393,6 +398,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
                 job.eligible_time = now
             partition = self.partitions.get(job.partition)
             demand = demand_of(job.spec, partition, self.scheduler.default_mem_per_cpu)
+            demand = self.resv_demand(job, demand, now)  # the nodes reservations keep from it (core_resv.py)
             if job.array_pending:
                 tasks = self.dependencies.aftercorr_ready(job) if "aftercorr" in (job.spec.dependency or "") \
                     else list(job.array_pending)
@@ -414,6 +420,8 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
                 candidates.extend((job, demand) for _ in range(room))
             else:
                 candidates.append((job, demand))
+        candidates = self._license_gate(candidates, now)  # -L: reason Licenses, planned over time (core_licenses.py)
+        het_out = self._het_schedule(candidates, now)  # hetjobs: all components or none (core_hetjob.py)
         before = {job.job_id: job.reason for job, _ in candidates}
         if self.settings.scheduler_type == "sched/backfill" and now >= self.next_backfill:
             self.next_backfill = now + max(self.backfill_params.interval_s, 0)
@@ -425,7 +433,8 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
             starts = self.scheduler.schedule(candidates, now)
             if self.settings.scheduler_type == "sched/backfill":
                 self.need_backfill = True
-        out: list[Outgoing] = []
+        self.resv_reasons(candidates, now)
+        out: list[Outgoing] = het_out
         for job, demand in candidates:
             if job.state == model.PENDING and job.reason == REASON_RESOURCES:
                 out.extend(self._preempt_for(job, demand, now))
@@ -460,6 +469,8 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         job.state = model.RUNNING
         job.reason = "None"
         job.start_time = now
+        if self.timeprio_start(job, alloc, now):  # --deadline missed: DEADLINE instead (core_timeprio.py)
+            return []
         # A job without a limit keeps it: as Slurm 22.05 with accounting (slurmdbd) shows it,
         # TimeLimit=UNLIMITED and EndTime=Unknown while it runs (squeue %l UNLIMITED, %e NONE).
         # (A Slurm without accounting shows 365-00:00:00; plurm always keeps accounting.)
@@ -534,7 +545,9 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
 
     def tick(self, now: float) -> list[Outgoing]:
         self._at(now)
-        out: list[Outgoing] = []
+        self.resv_tick(now)  # reservations start and end (core_resv.py)
+        self._mail_time_limits(now)  # TIME_LIMIT_50/80/90 and TIME_LIMIT mail (core_mail.py)
+        out: list[Outgoing] = self.timeprio_tick(now)  # pending jobs past their --deadline (core_timeprio.py)
         if now >= self.next_priority_calc:
             self.next_priority_calc = now + self.settings.priority_calc_period
             self.recompute_priorities(now)

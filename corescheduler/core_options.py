@@ -8,9 +8,21 @@ mixin here, on its own line, so that core.py only calls it.
 from __future__ import annotations
 
 # area imports, one line each (area: reservations, licenses, mail, topology, binding, timeprio, mpi, hetjob, rest)
+from plurm.corescheduler.core_resv import AdvanceReservations  # area: reservations
+from plurm.corescheduler.core_licenses import LicenseEffects  # area: licenses
+from plurm.corescheduler.core_mail import MailEffects  # area: mail
+from plurm.corescheduler.core_hetjob import HetJobs  # area: hetjob
+from plurm.corescheduler.core_timeprio import TimePriority  # area: timeprio
+from plurm.corescheduler.core_rest import RestOptions  # area: rest
 
 
 class OptionEffects(
     # area mixins, one line each
+    TimePriority,  # area: timeprio
+    HetJobs,  # area: hetjob
+    LicenseEffects,  # area: licenses
+    MailEffects,  # area: mail
+    AdvanceReservations,  # area: reservations
+    RestOptions,  # area: rest
 ):
     """What the issue-14 options do in the core; the areas' mixins are its bases."""

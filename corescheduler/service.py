@@ -58,6 +58,12 @@ class Service:
 
     # ------------------------------------------------------------------ jobs
     def submit(self, msg: protocol.SubmitJob, who: Identity, now: float) -> dict[str, Any]:
+        self.core.check_job_reservation(msg.spec, who)  # --reservation (core_resv.py)
+        if msg.components:  # a heterogeneous job (core_hetjob.py): the leader's id answers
+            return self._submit_hetjob(msg, who, now)
+        msg.spec.het_job_id = None  # (the core names hetjobs; a client's claim is ignored)
+        self.core.check_licenses(msg.spec)  # -L (core_licenses.py)
+        self.core.check_mail(msg.spec)  # --mail-type, --mail-user (core_mail.py)
         job, warnings = self.core.submit(msg.spec, who, now, msg.test_only)
         if msg.test_only:
             start, alloc = self.core.test_start(job, now)
@@ -65,6 +71,17 @@ class Service:
                     "nodes": alloc.nodes if alloc else [], "cpus": sum(alloc.cpus) if alloc else 0,
                     "warnings": warnings}
         return {"job_id": job.job_id, "warnings": warnings}
+
+    def _submit_hetjob(self, msg: protocol.SubmitJob, who: Identity, now: float) -> dict[str, Any]:
+        for spec in msg.components:
+            self.core.check_job_reservation(spec, who)
+        jobs, warnings = self.core.submit_hetjob([msg.spec, *msg.components], who, now, msg.test_only)
+        if msg.test_only:
+            start, alloc = self.core.test_start(jobs[0], now)
+            return {"job_id": jobs[0].job_id, "test_only": True, "start_time": start, "partition": jobs[0].partition,
+                    "nodes": alloc.nodes if alloc else [], "cpus": sum(alloc.cpus) if alloc else 0,
+                    "warnings": warnings}
+        return {"job_id": jobs[0].job_id, "warnings": warnings, "het_job_ids": [job.job_id for job in jobs]}
 
     def job_info(self, msg: protocol.JobInfoRequest, who: Identity | None = None) -> list[Job]:
         jobs = list(self.core.jobs.values())
@@ -106,7 +123,7 @@ class Service:
             record["state"] = node.state
             nodes.append(record)
         partitions = [p for p in self.core.partitions.values() if not msg.partitions or p.name in msg.partitions]
-        return {"nodes": nodes, "partitions": partitions}
+        return {"nodes": nodes, "partitions": partitions, "licenses": self.core.license_report()}  # (scontrol)
 
     def cancel(self, msg: protocol.CancelJob, who: Identity, now: float) -> dict[str, Any]:
         results: list[dict[str, Any]] = []
@@ -116,6 +133,11 @@ class Service:
                 found = self.core.find_jobs(spec)
                 if not found:
                     results.append({"job": spec, "error": "Invalid job id specified", "code": "InvalidJobId"})
+                    continue
+                try:
+                    self.core.het_cancel_check(spec, found)  # a pending hetjob's component alone (core_hetjob.py)
+                except RequestError as exc:
+                    results.append({"job": spec, "error": str(exc), "code": exc.code})
                     continue
                 if len(found) > 1:
                     found = [j for j in found if j.state not in model.FINISHED_STATES or j.completing] or found[:1]
@@ -262,11 +284,29 @@ class Service:
         self._send(self.core.reboot_nodes(list(msg.nodes), msg.asap, msg.next_state, msg.reason, who, now))
         return {"ok": True}
 
+    def reservation(self, msg: protocol.ReservationRequest, who: Identity, now: float,
+                    user_exists: Callable[[str], bool]) -> dict[str, Any]:
+        """scontrol create|update|delete|show reservation (core_resv.py: Operators+ change them)."""
+        if msg.action == "create":
+            return {"name": self.core.create_reservation(msg.fields, who, now, user_exists)}
+        if msg.action == "update":
+            self.core.update_reservation(msg.fields, who, now, user_exists)
+        elif msg.action == "delete":
+            self.core.delete_reservation(msg.name or "", who, now)
+        elif msg.action == "show":
+            return {"reservations": self.core.reservation_records(msg.name, now), "now": now}
+        else:
+            raise RequestError(f"unknown reservation action {msg.action!r}", "MalformedMessage")
+        return {"ok": True}
+
     def reconfigure(self, parts: dict[str, Any], who: Identity, now: float) -> list[str]:
         """scontrol reconfigure with slurm.conf re-read (configure.reconfig_parts): SlurmUser,
         root and Administrators only; every node daemon is told to read it too."""
         self.require_admin(who)
+        licenses = parts.pop("licenses", None)  # (not the nodes': core_licenses.py, once the rest is taken)
         changed = self.core.reconfigure(now=now, **parts)
+        if licenses is not None and self.core.set_license_totals(licenses):
+            changed.append("licenses")
         self._send([Outgoing(name, "reconfigure_node", {}) for name in self.core.nodes])
         return changed
 

@@ -22,10 +22,11 @@ def job_record(conn: Connection, job_id: int) -> dict[str, Any] | None:
 
 
 def allocate(conn: Connection, spec: dict[str, Any], prog: str, immediate: float | None = None,
-             quiet: bool = False) -> dict[str, Any]:
-    """Submit an allocation request and wait until it runs; return the job record."""
+             quiet: bool = False, components: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Submit an allocation request and wait until it runs; return the job record (a hetjob's:
+    ``components`` after the first, which start with it: its leader's)."""
     try:
-        reply = conn.request("submit_job", {"spec": spec})
+        reply = conn.request("submit_job", {"spec": spec, **({"components": components} if components else {})})
     except ClientError as exc:
         if exc.detail:
             print(f"{prog}: error: {exc.detail}", file=sys.stderr)

@@ -25,15 +25,19 @@ _HANDLED = {
     "mem-per-gpu", "constraint", "contiguous", "oversubscribe", "signal",
 }
 # Issue 14: each area adds the options it acts on to its own line (one line each, no collisions).
-_HANDLED |= set()  # area: reservations
-_HANDLED |= set()  # area: licenses
-_HANDLED |= set()  # area: mail
-_HANDLED |= set()  # area: topology
+_HANDLED |= {"reservation"}  # area: reservations
+_HANDLED |= {"licenses"}  # area: licenses
+_HANDLED |= {"mail-type", "mail-user"}  # area: mail
+_HANDLED |= {"sockets-per-node", "cores-per-socket", "threads-per-core", "extra-node-info",  # area: topology
+             "ntasks-per-core", "ntasks-per-socket", "ntasks-per-gpu", "hint", "mincpus", "core-spec",
+             "thread-spec"}  # (tools/jobspec_topology.py; -S/--thread-spec: ignored as Slurm does)
 _HANDLED |= set()  # area: binding
-_HANDLED |= set()  # area: timeprio
-_HANDLED |= set()  # area: mpi
-_HANDLED |= set()  # area: hetjob
-_HANDLED |= set()  # area: rest
+_HANDLED |= {"time-min", "deadline", "priority", "prefer", "tmp", "overcommit", "spread-job", "use-min-nodes",
+              "no-kill", "nodefile", "wait-all-nodes", "delay-boot"}  # area: timeprio
+_HANDLED |= {"mpi"}  # area: mpi
+_HANDLED |= {"het-group"}  # area: hetjob (srun --het-group: tools/srun_het.py; `:` and `#SBATCH hetjob` are no keys)
+_HANDLED |= {"wait", "cpu-freq", "gpu-freq", "switches", "bb", "bbf", "container", "reboot", "clusters",  # area: rest
+             "cluster-constraint", "network", "power", "context", "batch", "x11"}  # (tools/options_rest.py)
 
 
 def _export_environment(export: dict[str, Any] | None, environ: dict[str, str], batch: bool = True) -> dict[str, str]:
@@ -152,14 +156,34 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
     if script_args:
         spec["script_args"] = list(script_args)
     # area: reservations (its JobSpec fields below this line)
+    if options.get("reservation"):
+        spec["reservation"] = str(options["reservation"])
     # area: licenses (its JobSpec fields below this line)
+    if isinstance(options.get("licenses"), str):  # checked by the controller, as slurmctld does
+        spec["licenses"] = options["licenses"]
     # area: mail (its JobSpec fields below this line)
+    mail = options.get("mail-type")
+    if isinstance(mail, dict) and mail.get("types"):  # (grammar/structvalues.parse_mail_type)
+        spec["mail_type"] = list(mail["types"])
+    if isinstance(options.get("mail-user"), str) and options["mail-user"]:
+        spec["mail_user"] = options["mail-user"]
     # area: topology (its JobSpec fields below this line)
+    from plurm.tools.jobspec_topology import add_fields as _topology_fields
+
+    _topology_fields(options, spec)  # sockets, cores, threads, --hint, --mincpus, --ntasks-per-core|socket|gpu
     # area: binding (its JobSpec fields below this line)
     # area: timeprio (its JobSpec fields below this line)
+    from plurm.tools.jobspec_timeprio import timeprio_fields  # (tools/jobspec_timeprio.py)
+
+    spec.update(timeprio_fields(options))
     # area: mpi (its JobSpec fields below this line)
     # area: hetjob (its JobSpec fields below this line)
     # area: rest (its JobSpec fields below this line)
+    from plurm.tools.options_rest import job_variables, spec_fields  # (tools/options_rest.py)
+
+    spec.update(spec_fields(options))  # --cpu-freq, --switches, --bb, --container, --reboot, --power, ...
+    if batch:
+        spec["environment"].update(job_variables("sbatch", options))
     raw = raw_options or {}
     other = {k: str(raw[k]) if k in raw else _raw(v) for k, v in options.items() if k not in _HANDLED}
     if other:

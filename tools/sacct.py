@@ -252,7 +252,7 @@ def _state_names(values: list[str]) -> list[str]:
     return names
 
 
-_JOB_RE = re.compile(r"(\d+)(?:_(\d+|\[[\d,\-]+\]))?(?:\.(\d+|batch|extern))?\Z")
+_JOB_RE = re.compile(r"(\d+)(?:\+\d+|_(\d+|\[[\d,\-]+\]))?(?:\.(\d+|batch|extern))?\Z")
 
 
 def helpformat_text() -> str:
@@ -369,8 +369,13 @@ def select_rows(reply: dict, opts: Options, now: float) -> list[dict[str, str]]:
         if not m:
             continue
         base, task, step = int(m.group(1)), m.group(2), m.group(3)
+        het = spec.partition(".")[0].partition("+")[2]  # N+K: a hetjob's component
         for job in jobs:
-            if job["job_id"] != base and job.get("array_job_id") != base:
+            het_of = (job.get("spec") or {}).get("het_job_id")
+            if het:
+                if het_of != base or (job.get("spec") or {}).get("het_job_offset", 0) != int(het):
+                    continue
+            elif job["job_id"] != base and job.get("array_job_id") != base and het_of != base:
                 continue
             if task is not None and job.get("array_job_id") == base and task.isdigit() \
                     and job.get("array_task_id") != int(task) and int(task) not in (job.get("array_pending") or []):

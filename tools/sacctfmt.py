@@ -23,6 +23,14 @@ from plurm.tools.showfmt import (iso, job_cpus, job_exit, job_id_str, job_mem_to
 SACCT_FIELDS: dict[str, tuple[int, bool]] = {}
 
 
+def _job_id(job: dict) -> str:
+    """sacct's JobID: ``N+K`` for a hetjob's component (corescheduler/core_hetjob.py), else scontrol's."""
+    spec = job_spec(job)
+    if spec.get("het_job_id") is not None:
+        return f"{spec['het_job_id']}+{spec.get('het_job_offset', 0)}"
+    return job_id_str(job)
+
+
 def _fields(spec: str) -> None:
     for item in spec.split():
         name, width = item.split(":")
@@ -222,7 +230,7 @@ def acct_job_row(job: dict, now: float, cluster: str, def_mem_per_cpu: int | Non
     limit = job.get("time_limit")
     mem = job_mem_total(job, def_mem_per_cpu)
     row = {
-        "JobID": job_id_str(job),
+        "JobID": _job_id(job),
         "JobIDRaw": str(job["job_id"]),
         "JobName": spec.get("name", "sbatch"),
         "Partition": job.get("partition", ""),
@@ -232,7 +240,8 @@ def acct_job_row(job: dict, now: float, cluster: str, def_mem_per_cpu: int | Non
         "State": state_s,
         # slurmdbd records a timed-out job's end when its limit is hit, before the batch
         # script's signal is known: 22.05's sacct shows 0:0 there (scontrol: 0:15).
-        "ExitCode": "0:0" if state == "TIMEOUT" else job_exit(job),
+        # A DEADLINE job: scontrol 0:1, sacct 1:0 (22.05.8, measured: tests/integration/reference/timeprio).
+        "ExitCode": "0:0" if state == "TIMEOUT" else "1:0" if state == "DEADLINE" else job_exit(job),
         "DerivedExitCode": f"{job.get('derived_exit_code', 0)}:{job.get('derived_exit_signal', 0)}",
         **_times(elapsed, cpus, start, end),
         "Submit": iso(job.get("submit_time", 0.0)),
@@ -298,7 +307,7 @@ def acct_step_row(step: dict, job: dict, now: float, cluster: str, units: str | 
         job_cpus_first = (job.get("cpus") or [cpus])[0] or 1
         tres["mem"] = mem_exact(mem_per_node * cpus // job_cpus_first if step_id != "batch" else mem_per_node)
     row = {
-        "JobID": f"{job_id_str(job)}.{step_id}",
+        "JobID": f"{_job_id(job)}.{step_id}",
         "JobIDRaw": f"{job['job_id']}.{step_id}",
         "JobName": step.get("name", ""),
         "Partition": "",

@@ -22,12 +22,27 @@ def main(argv: list[str] | None = None) -> int:
         return done
     options = req.options
     command = req.command
+    from plurm.tools.options_rest import RefusedOption, check_clusters, check_salloc_container, check_x11
+
+    try:  # --x11, -M/--clusters, --container (tools/options_rest.py)
+        check_x11("salloc", options, environ)
+        check_clusters("salloc", options)
+        check_salloc_container(options)
+    except RefusedOption as exc:
+        print("\n".join(exc.lines), file=sys.stderr)
+        return exc.exit_code
+    except ClientError as exc:
+        print(f"salloc: error: {exc}", file=sys.stderr)
+        return 1
     try:
         conn = Connection()
         command = command or _default_command(conn, environ)
         spec = build_spec(options, default_name="interactive",  # 22.05: with a command too
                           environ=environ, batch=False, raw_options=req.raw_options)
-        job = allocate(conn, spec, "salloc", quiet=bool(options.get("quiet")))
+        # `salloc A : B`: a heterogeneous allocation, one component per part (core_hetjob.py)
+        components = [build_spec(opts, default_name="interactive", environ={}, batch=False, raw_options=raw)
+                      for opts, raw in zip(req.components[1:], req.raw_components[1:])]
+        job = allocate(conn, spec, "salloc", quiet=bool(options.get("quiet")), components=components)
     except KeyboardInterrupt:  # before the controller gave a job id: nothing to cancel
         return 1
     except (ClientError, AllocationError) as exc:
@@ -40,6 +55,16 @@ def main(argv: list[str] | None = None) -> int:
     settings = conn.settings
     env = salloc_environment(environ, job, cluster=settings.cluster_name, conf_path=settings.conf,
                              ctld_host=settings.host_names[0], ctld_port=settings.port)
+    from plurm.tools.options_rest import job_variables
+
+    env.update(job_variables("salloc", options))  # SLURM_CPU_FREQ_REQ, SLURM_GPU_FREQ, SLURM_NETWORK
+    if components:  # every component's variables, by group, as a hetjob's batch script has them
+        from plurm.common.environment import het_variables
+
+        records = conn.request("job_info", {"job_ids": [str(job_id)]})["jobs"]
+        env.update(het_variables(sorted(records, key=lambda r: r["job_id"]), job["nodes"][0],
+                                 cluster=settings.cluster_name, conf_path=settings.conf,
+                                 ctld_host=settings.host_names[0], ctld_port=settings.port))
     import shutil
     import signal
 

@@ -105,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
         if options.get(flag) is not None and os.getuid() != 0:
             print(f"sbatch: error: --{flag} only permitted by root user", file=sys.stderr)
             return 255
+    from plurm.tools.options_rest import RefusedOption, check_clusters
+
+    try:  # -M/--clusters: this cluster only (tools/options_rest.py)
+        on_cluster = check_clusters("sbatch", options)
+    except RefusedOption as exc:
+        _print_lines(exc.lines)
+        return exc.exit_code
     from plurm.wire.client import ClientError, request
     from plurm.tools.jobspec import build_spec
 
@@ -119,13 +126,24 @@ def main(argv: list[str] | None = None) -> int:
                       script_args=req.script_args, raw_options=req.raw_options)
     from plurm.tools.jobspec import not_acted_on
 
-    ignored = [k for k in not_acted_on(spec) if k != "wait"]  # --wait: sbatch itself acts on it
+    from plurm.tools.jobspec_topology import spec_resources_notice
+
+    for line in spec_resources_notice("sbatch", options):  # -S, --thread-spec (area: topology)
+        print(line, file=sys.stderr)
+    # A hetjob (`#SBATCH hetjob` or `:`): its other components, which the script's sruns use.
+    components = [build_spec(opts, default_name=default_name, environ={}, batch=False, raw_options=raw)
+                  for opts, raw in zip(req.components[1:], req.raw_components[1:])]
+    # (--wait: sbatch itself acts on it)
+    ignored = sorted({k for one in (spec, *components) for k in not_acted_on(one) if k != "wait"})
     if ignored:
         print(f"sbatch: warning: plurm accepts but does not act on {', '.join('--' + k for k in ignored)} yet "
               "(kept with the job: scontrol show job)", file=sys.stderr)
     test_only = bool(options.get("test-only"))
     try:
-        reply = request("submit_job", {"spec": spec, "test_only": test_only})
+        body = {"spec": spec, "test_only": test_only}
+        if components:
+            body["components"] = components
+        reply = request("submit_job", body)
     except ClientError as exc:
         detail = exc.detail
         if exc.code in ("ConnectError", "Timeout", "ConfigError", "AuthenticationError"):
@@ -147,9 +165,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{compress(reply['nodes'])} in partition {reply['partition']}", file=sys.stderr)
         return 0
     if options.get("parsable"):
-        print(reply["job_id"], flush=True)
+        print(f"{reply['job_id']};{on_cluster}" if on_cluster else reply["job_id"], flush=True)
     else:
-        print(f"Submitted batch job {reply['job_id']}", flush=True)
+        print(f"Submitted batch job {reply['job_id']}" + (f" on cluster {on_cluster}" if on_cluster else ""),
+              flush=True)
     if options.get("wait"):
         return wait_for_job(int(reply["job_id"]))
     return 0

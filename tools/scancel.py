@@ -47,7 +47,7 @@ SIGNALS = {
 }
 SIGKILL = 9
 
-_JOB_RE = re.compile(r"(\d+)(?:_(\d+|\[[\d,\-]+\]))?(?:\.(\d+|batch|extern))?\Z")
+_JOB_RE = re.compile(r"(\d+)(?:\+\d+|_(\d+|\[[\d,\-]+\]))?(?:\.(\d+|batch|extern))?\Z")
 
 # Slurm treats these as success for a plain cancel (the job is already gone).
 _GONE = ("InvalidJobId", "AlreadyDone")
@@ -285,7 +285,8 @@ def cancel(opts: Options, send=None) -> int:
             sys.stderr.write(f"{PROG}: error: Kill job error on job id {result.get('job')}: {result['error']}\n")
         if not (gone and sig == SIGKILL):
             # Slurm exits with its error number's low byte: 210 for ESLURM_ACCESS_DENIED (2002).
-            rc = max(rc, ACCESS_DENIED_EXIT if code == "AccessDenied" else 1)
+            # (60: ESLURM_NOT_WHOLE_HET_JOB's, for a pending hetjob's component alone)
+            rc = max(rc, ACCESS_DENIED_EXIT if code == "AccessDenied" else 60 if code == "HetJobPending" else 1)
     return rc
 
 

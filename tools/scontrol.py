@@ -25,7 +25,7 @@ PROG = "scontrol"
 
 # How Slurm's parser names the entities of "show"; unique prefixes are accepted.
 # what `show job` takes for a job id (Slurm's scontrol refuses anything else itself)
-_JOB_ID_WORD = lazy(r"[0-9]+(_([0-9]+|\[[0-9,\-%]+\]))?(\.[A-Za-z0-9_+]+)?\Z")
+_JOB_ID_WORD = lazy(r"[0-9]+(\+[0-9]+|_([0-9]+|\[[0-9,\-%]+\]))?(\.[A-Za-z0-9_+]+)?\Z")
 _ENTITIES = ("aliases", "assoc_mgr", "bbstat", "burstbuffer", "config", "daemons", "dwstat", "federation",
              "frontend", "hostlist", "hostlistsorted", "hostnames", "job", "jobs", "licenses", "node", "nodes",
              "partition", "partitions", "reservation", "reservations", "slurmd", "step", "steps", "topology")
@@ -84,6 +84,8 @@ class Scontrol:
             "reboot": self.cmd_reboot, "reboot_nodes": self.cmd_reboot,
             "cancel_reboot": self.cmd_cancel_reboot, "reconfigure": self.cmd_reconfigure,
             "listpids": self.cmd_listpids,
+            "create": lambda rest: scontrol_resv().create(self, rest),
+            "delete": lambda rest: scontrol_resv().delete(self, rest),
         }
         func = table.get(cmd)
         if func is None and len(cmd) >= 3 and "reboot_nodes".startswith(cmd):  # (Slurm's prefix for reboot)
@@ -220,6 +222,12 @@ class Scontrol:
             self.show_hostlist(rest, entity == "hostlistsorted")
         elif entity in ("step", "steps"):
             self.show_steps(rest)
+        elif entity in ("reservation", "reservations"):
+            scontrol_resv().show(self, rest)
+        elif entity == "licenses":
+            from plurm.tools.scontrol_licenses import show_licenses
+
+            show_licenses(self, rest)
         else:
             self.error(f"scontrol: error: show {entity} is not supported by plurm")
 
@@ -514,6 +522,8 @@ class Scontrol:
             self._job_update(ids, {"release": "1"}, "slurm_update", "slurm_suspend")
 
     def cmd_update(self, args: list[str]) -> None:
+        if args and args[0].lower() in ("reservation", "reservations"):  # "update reservation Name=..."
+            args = args[1:]
         pairs: list[tuple[str, str]] = []
         for arg in args:
             key, sep, value = arg.partition("=")
@@ -530,12 +540,16 @@ class Scontrol:
             self._update_job(pairs)
         elif first in ("nodename", "node"):
             self._update_node(pairs)
+        elif first in ("reservationname", "reservation"):
+            scontrol_resv().update(self, pairs)
         else:
             keys = {k.lower() for k, _ in pairs}
             if "jobid" in keys:
                 self._update_job(pairs)
             elif "nodename" in keys:
                 self._update_node(pairs)
+            elif keys & {"reservationname", "reservation"}:
+                scontrol_resv().update(self, pairs)
             else:
                 self.error("No valid entity in update command")
                 self.error('Input line must include "NodeName", "PartitionName", "Reservation=<name>", '
@@ -570,6 +584,13 @@ class Scontrol:
         from plurm.tools import scontrol_node
 
         scontrol_node.update_node(self, pairs)
+
+
+def scontrol_resv():
+    """The reservation commands (tools/scontrol_resv.py), imported when used."""
+    from plurm.tools import scontrol_resv as module
+
+    return module
 
 
 def _slurm_message(text: str) -> str:

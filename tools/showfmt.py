@@ -332,21 +332,26 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
         head += f" ArrayJobId={array_job} ArrayTaskId={task}"
         if throttle:
             head += f" ArrayTaskThrottle={throttle}"
+    het = spec.get("het_job_id")
+    if het is not None:  # a hetjob's component (corescheduler/core_hetjob.py)
+        head += f" HetJobId={het} HetJobOffset={spec.get('het_job_offset', 0)}"
     head += f" JobName={spec.get('name', 'sbatch')}"
     lines = [head]
+    if het is not None:
+        lines.append(f"HetJobIdSet={het}-{het + max(int(spec.get('het_size') or 1), 1) - 1}")
     lines.append(f"UserId={user_str(spec.get('user', 'root'), spec.get('user_id', 0))} "
                  f"GroupId={user_str(spec.get('group', 'root'), spec.get('group_id', 0))} MCS_label=N/A")
     lines.append(f"Priority={job.get('priority', 0)} Nice={spec.get('nice', 0)} "
                  f"Account={_null(spec.get('account'))} QOS={_null(spec.get('qos'))}")
     lines.append(f"JobState={state} Reason={job_reason(job)} Dependency={dependency_str(job)}")
     lines.append(f"Requeue={1 if spec.get('requeue', True) else 0} Restarts={job.get('restarts', 0)} "
-                 f"BatchFlag={1 if spec.get('batch', True) else 0} Reboot=0 "
+                 f"BatchFlag={1 if spec.get('batch', True) else 0} Reboot={1 if spec.get('reboot') else 0} "
                  f"ExitCode={job_exit(job)}")
     if details:
         lines.append(f"DerivedExitCode={job.get('derived_exit_code', 0)}:{job.get('derived_exit_signal', 0)}")
     limit = job_limit_minutes(job)
     lines.append(f"RunTime={format_duration(run_seconds(job, now))} TimeLimit={format_time_limit(limit)} "
-                 "TimeMin=N/A")
+                 f"TimeMin={format_time_limit(spec['time_min']) if spec.get('time_min') else 'N/A'}")
     begin = spec.get("begin_time")
     eligible = job.get("eligible_time")
     submit = job.get("submit_time", 0.0)
@@ -375,7 +380,8 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
     else:  # finished without starting (cancelled while pending)
         start_s = iso(job.get("start_time") or job.get("end_time"))
         end_s = iso(job.get("end_time"))
-    lines.append(f"StartTime={start_s} EndTime={end_s} Deadline=N/A")
+    lines.append(f"StartTime={start_s} EndTime={end_s} "
+                 f"Deadline={iso(spec['deadline']) if spec.get('deadline') else 'N/A'}")
     scheduler = job.get("scheduler") or ("Backfill" if started else "Main")
     suspended = job.get("suspend_time") if state == "SUSPENDED" else None
     lines.append(f"SuspendTime={iso(suspended) if suspended else 'None'} "
@@ -412,11 +418,17 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
             per_cpu = job["mem"][0] // max(job["cpus"][0], 1)
         min_mem = f"MinMemoryCPU={mem_exact(per_cpu)}" if per_cpu else "MinMemoryNode=0"
     per_node = spec.get("ntasks_per_node") or 1
-    lines.append(f"MinCPUsNode={cpt * per_node} {min_mem} MinTmpDiskNode=0")
-    lines.append(f"Features={spec.get('constraint') or '(null)'} DelayBoot=00:00:00")
+    lines.append(f"MinCPUsNode={cpt * per_node} {min_mem} "
+                 f"MinTmpDiskNode={mem_exact(spec['tmp_disk']) if spec.get('tmp_disk') else 0}")
+    lines.append(f"Features={spec.get('constraint') or '(null)'} "
+                 f"DelayBoot={format_duration((spec.get('delay_boot') or 0) * 60)}")
+    if spec.get("cluster_features"):  # --cluster-constraint (22.05: its own line, only when given)
+        lines.append(f"ClusterFeatures={spec['cluster_features']}")
+    if spec.get("reservation"):  # (as Slurm: only for a job that asked for one)
+        lines.append(f"Reservation={spec['reservation']}")
     lines.append(f"OverSubscribe={job_oversubscribe(job)} "
-                 f"Contiguous={1 if spec.get('contiguous') else 0} Licenses=(null) "
-                 "Network=(null)")
+                 f"Contiguous={1 if spec.get('contiguous') else 0} Licenses={spec.get('licenses') or '(null)'} "
+                 f"Network={spec.get('network') or '(null)'}")
     lines.append(f"Command={_null(spec.get('command'))}")
     lines.append(f"WorkDir={spec.get('work_dir', '/')}")
     if spec.get("comment"):
@@ -425,7 +437,13 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
         lines.append(f"StdErr={io_path(job, 'stderr')}")
         lines.append(f"StdIn={io_path(job, 'stdin')}")
         lines.append(f"StdOut={io_path(job, 'stdout')}")
-    lines.append("Power=")
+    from plurm.tools.options_rest import show_lines  # --switches, --bb, --cpu-freq, --gpu-freq, --container
+
+    lines.extend(show_lines(spec, "before_power"))
+    lines.append(f"Power={spec.get('power') or ''}")
+    lines.extend(show_lines(spec, "after_power"))
+    if spec.get("spread_job"):  # (Slurm 22.05 adds the line only then)
+        lines.append("SpreadJob=Yes")
     lines.extend(tres_per(job))
     other = spec.get("other_options") or {}
     if other:

@@ -120,7 +120,7 @@ _ALL_STATE_NAMES = (
     "RESV_DEL_HOLD", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "REVOKED", "SIGNALING",
     "SPECIAL_EXIT", "STAGE_OUT", "STOPPED",
 )
-_JOB_ID_RE = lazy(r"[0-9]+(_([0-9]+|\[[0-9,\-%]+\]))?(\.[A-Za-z0-9_+]+)?\Z")
+_JOB_ID_RE = lazy(r"[0-9]+(\+[0-9]+|_([0-9]+|\[[0-9,\-%]+\]))?(\.[A-Za-z0-9_+]+)?\Z")
 
 
 def _split(value: str) -> list[str]:

@@ -103,6 +103,9 @@ def _array_task_str(job: dict) -> str:
 
 
 def _job_id_text(job: dict) -> str:
+    het = _spec(job).get("het_job_id")
+    if het is not None:  # a hetjob's component: N+offset (corescheduler/core_hetjob.py)
+        return f"{het}+{_spec(job).get('het_job_offset', 0)}"
     if _is_meta(job):
         return f"{job.get('array_job_id') or job['job_id']}_[{_array_task_str(job)}]"
     task = job.get("array_task_id")
@@ -303,7 +306,7 @@ FIELDS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "v": ("RESERVATION", ("reservation",), lambda j, c: ("(null)", True)),
     "V": ("SUBMIT_TIME", ("submittime",), lambda j, c: _time(j.get("submit_time"), c)),
     "w": ("WCKEY", ("wckey",), lambda j, c: ("(null)", True)),
-    "W": ("LICENSES", ("licenses",), lambda j, c: ("(null)", True)),
+    "W": ("LICENSES", ("licenses",), lambda j, c: (str(_spec(j).get("licenses") or "(null)"), True)),
     "x": ("EXC_NODES", ("excnodes",), lambda j, c: (compress(_spec(j).get("exc_nodes") or []), True)),
     "X": ("CORE_SPEC", ("corespec",), lambda j, c: ("N/A", True)),
     "y": ("NICE", ("nice",), lambda j, c: (str(_spec(j).get("nice", 0)), True)),

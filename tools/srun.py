@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from plurm.wire.client import ClientError, Connection
+from plurm.tools import srun_pmi
 from plurm.tools.srun_io import IoPlan, ranges
 from plurm.tools.srun_usage import StepUsage
 from plurm.common.stepd_texts import oom_message
@@ -46,6 +47,10 @@ class Step:
         self.environ = environ
         self.label = label
         self.cpus_per_task: int | None = None
+        # --cpu-bind, --mem-bind, --gpu-bind, -m, -c as given (LaunchTasks.binding; common/taskbind.py)
+        self.binding: dict[str, Any] = {}
+        self.mpi = "none"  # --mpi, SLURM_MPI_TYPE, MpiDefault (tools/srun_mpi.py)
+        self.pmi: Any = None  # --mpi=pmi2: the meeting point of the nodes' fences (tools/srun_pmi.py)
         self.ntasks = sum(step["tasks"])
         self.width = len(str(max(self.ntasks - 1, 0)))
         self.ctx = zmq.Context()
@@ -75,18 +80,22 @@ class Step:
         # SLURM_WORKING_CLUSTER names the controller as slurm.conf does (SlurmctldHost's name).
         where = {"cluster": settings.cluster_name, "conf_path": settings.conf,
                  "ctld_host": settings.host_names[0], "ctld_port": settings.port}
-        ranks = 0
+        from plurm.common.taskbind import option_env, parse_distribution, rank_layout
+
+        # -m: which ranks each node runs (block: consecutive; cyclic, plane=N: dealt out)
+        layout = rank_layout(parse_distribution(self.binding.get("distribution")), self.step["tasks"])
+        pmi_mapping = self._pmi_mapping(layout)
         nodelist = self.step["nodes"]
         io_host = "127.0.0.1" if all(a["addr"] in ("127.0.0.1", "localhost") for a in self.step["addrs"]) \
             else os.uname().nodename
         for node_id, (addr, count) in enumerate(zip(self.step["addrs"], self.step["tasks"])):
-            task_ids = list(range(ranks, ranks + count))
-            ranks += count
+            task_ids = layout[node_id]
             for t in task_ids:
                 self.task_node[t] = addr["name"]
                 self.rank_node[t] = node_id
             env = step_environment(self.environ, self.job, addr["name"], srun_host=io_host, srun_port=self.port,
-                                   **where)
+                                   distribution=_distribution_word(self.binding.get("distribution")), **where)
+            env.update(option_env(self.binding.get("cpu_bind"), self.binding.get("mem_bind")))
             if self.cpus_per_task is not None:
                 env["SLURM_CPUS_PER_TASK"] = str(self.cpus_per_task)
             body = {
@@ -97,7 +106,8 @@ class Step:
                 "job_gres": self._node_gres(addr["name"]),
                 "uid": os.getuid(), "gid": os.getgid(),
                 "credential": self.step.get("credential", {}), "io_key": self.io_key.decode(),
-                "io": self.io.node_io(self.names),
+                "io": self.io.node_io(self.names), "binding": self.binding,
+                "mpi": self.mpi, "pmi_mapping": pmi_mapping,
             }
             node_conn = Connection(settings, host=addr["addr"], port=addr["port"], timeout=10.0)
             try:
@@ -107,6 +117,11 @@ class Step:
                                   f"failed on node {addr['name']}: {exc}", exc.code) from None
             finally:
                 node_conn.close()
+
+    def _pmi_mapping(self, layout: list[list[int]]) -> str:
+        from plurm.tools.srun_pmi import process_mapping
+
+        return process_mapping(layout) if self.mpi == "pmi2" else ""
 
     def _node_gres(self, node: str) -> dict[str, list[int]]:
         nodes = self.job.get("nodes", [])
@@ -231,9 +246,14 @@ class Step:
                             if (body["task"], stream) in self.partial:
                                 self._emit(body["task"], stream, b"", final=True)
                         self.exits[body["task"]] = (body["exit_code"], body["signal"])
+                        if body.get("launch_failed"):  # (its binding could not be set: 22.05.8's line)
+                            print(f"srun: error: task {body['task']} launch failed: {body['launch_failed']}",
+                                  file=sys.stderr)
                         self.usage.add(self.task_node.get(body["task"], "?"), body["task"], body)
                     elif kind == "node_done":
                         self.nodes_done += 1
+                    elif kind.startswith("pmi_") and self.pmi is not None:
+                        self.pmi.on_message(kind, body)
                     elif kind == "stepd_hello" and isinstance(body.get("node_id"), int):
                         self.peers[body["node_id"]] = peer
                         for item in self.pending.pop(body["node_id"], []):
@@ -298,6 +318,32 @@ class Step:
         self.ctx.term()
 
 
+def _distribution_word(text: str | None) -> str | None:
+    """SLURM_DISTRIBUTION as 22.05.8 sets it: the -m value, plane=N as "plane"."""
+    import re
+
+    return re.sub(r"^plane=\d+", "plane", text, flags=re.IGNORECASE) if text else text
+
+
+def _binding_notes(options: dict[str, Any], conf: str) -> list[str]:
+    """srun's own words on a binding the cluster cannot do (22.05.8, TaskPlugin=task/none)."""
+    from plurm.wire.client import conf_value
+
+    if not options.get("cpu-bind"):
+        return []
+    plugins = [p.strip().lower() for p in (conf_value(conf, "TaskPlugin") or "task/none").split(",")]
+    return [] if "task/affinity" in plugins or "affinity" in plugins else \
+        ["srun: cluster configuration lacks support for cpu binding"]
+
+
+def _binding(options: dict[str, Any], step_info: dict[str, Any]) -> dict[str, Any]:
+    """What the nodes need to place the tasks (nodeagent/stepbind.py)."""
+    binding = {"cpu_bind": options.get("cpu-bind"), "mem_bind": options.get("mem-bind"),
+               "gpu_bind": options.get("gpu-bind"), "distribution": options.get("distribution"),
+               "cpus_per_task": step_info.get("cpus_per_task") or options.get("cpus-per-task")}
+    return {k: v for k, v in binding.items() if isinstance(v, (str, int)) and not isinstance(v, bool)}
+
+
 def _step_name(given: bool, options: dict[str, Any], command: list[str], own_allocation: bool) -> str:
     """A step is named after its command, unless -J is on srun's own command line
     (``given``: inside a batch job SLURM_JOB_NAME is set, and names the job, not its
@@ -319,8 +365,27 @@ def main(argv: list[str] | None = None) -> int:
     options = req.options
     for warning in req.warnings:
         print(warning, file=sys.stderr)
+    from plurm.tools import srun_mpi
+
+    mpi_done = srun_mpi.answer(options.get("mpi"))  # --mpi=list, or a type without a plugin
+    if mpi_done is not None:
+        return mpi_done
     if not req.command:
         print("srun: fatal: No command given to execute.", file=sys.stderr)
+        return 1
+    from plurm.tools.options_rest import RefusedOption, check_clusters, check_x11, job_variables
+
+    try:  # --x11, -M/--clusters (tools/options_rest.py)
+        check_x11("srun", options, environ)
+        check_clusters("srun", options)
+    except RefusedOption as exc:
+        print("\n".join(exc.lines), file=sys.stderr)
+        return exc.exit_code
+    environ.update(job_variables("srun", options))  # the tasks' SLURM_CPU_FREQ_REQ, SLURM_CONTAINER
+    if str(options.get("distribution") or "").lower().startswith("arbitrary") and not options.get("nodelist") \
+            and not environ.get("SLURM_HOSTFILE"):
+        print("srun: error: With Arbitrary distribution you need to specify a nodelist or hostfile with the -w "
+              "option", file=sys.stderr)
         return 1
     from plurm.tools.allocation import AllocationError, allocate, job_record, release
     from plurm.tools.jobspec import build_spec
@@ -330,7 +395,18 @@ def main(argv: list[str] | None = None) -> int:
     except ClientError as exc:
         print(f"srun: error: {exc}", file=sys.stderr)
         return 1
-    job_id_text = options.get("jobid") or environ.get("SLURM_JOB_ID")
+    mpi = srun_mpi.chosen(options.get("mpi"), conn.settings.conf)
+    if mpi is None:
+        return 1
+    from plurm.tools.srun_het import component_job, component_options
+
+    het_job, het_error = component_job(options, environ, len(req.components))  # --het-group (area: hetjob)
+    if het_error:
+        print(het_error, file=sys.stderr)
+        return 1
+    if het_job:
+        component_options(options, req.cmdline_keys, environ)
+    job_id_text = het_job or options.get("jobid") or environ.get("SLURM_JOB_ID")
     own_allocation = job_id_text is None
     try:
         if own_allocation:
@@ -393,6 +469,11 @@ def main(argv: list[str] | None = None) -> int:
     step = Step(conn, job, step_info, req.command, environ, bool(options.get("label")), io)
     step.names = names
     step.cpus_per_task = options.get("cpus-per-task")
+    step.binding = _binding(options, step_info)
+    for note in _binding_notes(options, conn.settings.conf):
+        print(note, file=sys.stderr)
+    step.mpi = mpi
+    step.pmi = srun_pmi.relay_for(mpi, len(step_info["nodes"]), step._to_node)
     previous = signal.signal(signal.SIGINT, lambda *_: step.on_interrupt())
     signal.signal(signal.SIGTERM, lambda *_: step.signal(signal.SIGTERM))
     if io.pty:

@@ -123,14 +123,57 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     user: str = "root"
     group: str = "root"
     # area: reservations (issue 14: its fields below this line)
+    reservation: str | None = None  # --reservation: runs only inside it (core_resv.py)
     # area: licenses (issue 14: its fields below this line)
+    licenses: str | None = None  # -L as written ("name[:count],..."), checked at submission (core_licenses.py)
     # area: mail (issue 14: its fields below this line)
+    mail_type: list[str] = []  # --mail-type's events (BEGIN, END, ..., ARRAY_TASKS); [] = NONE (core_mail.py)
+    mail_user: str | None = None  # --mail-user; None: the submitting user
     # area: topology (issue 14: its fields below this line)
+    # Where tasks fit (corescheduler/topology.py); None/0: not given.  -B S[:C[:T]] sets the first three.
+    sockets_per_node: Annotated[int, msgspec.Meta(ge=1, le=0xFFFF)] | None = None  # --sockets-per-node
+    cores_per_socket: Annotated[int, msgspec.Meta(ge=1, le=0xFFFF)] | None = None  # --cores-per-socket
+    threads_per_core: Annotated[int, msgspec.Meta(ge=1, le=0xFFFF)] | None = None  # --threads-per-core
+    ntasks_per_core: Annotated[int, msgspec.Meta(ge=1, le=0xFFFF)] | None = None
+    ntasks_per_socket: Annotated[int, msgspec.Meta(ge=1, le=0xFFFF)] | None = None
+    ntasks_per_gpu: Annotated[int, msgspec.Meta(ge=1, le=0xFFFF)] | None = None  # ntasks from the GPUs (sbatch)
+    hint: list[str] = []  # --hint words (compute_bound, memory_bound, multithread, nomultithread)
+    min_cpus: Annotated[int, msgspec.Meta(ge=1, le=0xFFFFFF)] | None = None  # --mincpus, per node
     # area: binding (issue 14: its fields below this line)
     # area: timeprio (issue 14: its fields below this line)
+    time_min: int | None = None  # --time-min, minutes: backfill may cut the limit down to it (core_timeprio.py)
+    deadline: float | None = None  # --deadline (epoch s): a job that cannot end by then ends DEADLINE
+    priority: int | None = None  # --priority (operators only): fixed, not recomputed; TOP is resolved at submit
+    priority_top: bool = False  # --priority=TOP
+    prefer: str | None = None  # --prefer: a soft --constraint, tried first
+    tmp_disk: int = 0  # --tmp, MB: only nodes whose TmpDisk is at least this
+    overcommit: bool = False  # -O: CPUs as for one task per node (more tasks than CPUs)
+    spread_job: bool = False  # --spread-job: as many nodes as the tasks allow
+    use_min_nodes: bool = False  # --use-min-nodes: of -N min-max, the fewest that fit
+    no_kill: bool = False  # -k: a failed node is taken out of the job, which runs on
+    wait_all_nodes: int | None = None  # --wait-all-nodes=0|1 (shown; plurm's nodes are ready when allocated)
+    delay_boot: int | None = None  # --delay-boot, minutes (shown; no reboot is delayed without RebootProgram)
     # area: mpi (issue 14: its fields below this line)
     # area: hetjob (issue 14: its fields below this line)
+    # A heterogeneous job's component (corescheduler/core_hetjob.py): the leader's id (the first
+    # component's; None: not a hetjob), this component's offset (shown as N+offset) and the count.
+    het_job_id: int | None = None
+    het_job_offset: int = 0
+    het_size: int = 0
     # area: rest (issue 14: its fields below this line)
+    # Kept and shown as Slurm 22.05 keeps them where the plugin or hardware is missing (tools/options_rest.py)
+    cpu_freq: str | None = None  # --cpu-freq as given (no cpufreq control here: shown, SLURM_CPU_FREQ_REQ)
+    gpu_freq: str | None = None  # --gpu-freq (TresFreq=gpu:...)
+    switches: int | None = None  # --switches count (no switch topology: shown only)
+    switch_wait_s: int | None = None
+    burst_buffer: str | None = None  # --bb (no burst buffer plugin: shown only)
+    container: str | None = None  # --container (no oci.conf: the job runs uncontained, SLURM_CONTAINER)
+    cluster_features: str | None = None  # --cluster-constraint (no federation: shown only)
+    network: str | None = None  # --network (no switch plugin: shown only)
+    power: str | None = None  # --power=level (no power plugin: shown only)
+    selinux_context: str | None = None  # --context (no SELinux: kept, not shown)
+    batch_features: str | None = None  # --batch: refused at submission (no node_features plugin)
+    reboot: bool = False  # --reboot (shown Reboot=1; nodes are not rebooted: see core_rest.py)
     other_options: dict[str, str] = {}  # accepted, not acted on: shown by scontrol
 
 

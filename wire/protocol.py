@@ -25,6 +25,8 @@ class Msg(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
 class SubmitJob(Msg):
     spec: JobSpec
     test_only: bool = False
+    # A heterogeneous job: its components after the first (``spec``), in order (core_hetjob.py).
+    components: list[JobSpec] = []
 
 
 class JobInfoRequest(Msg):
@@ -92,6 +94,15 @@ class RebootNodes(Msg):
     asap: bool = False
     next_state: str = ""  # "" (back in service), RESUME, DOWN, UNDRAIN
     reason: str | None = None
+
+
+class ReservationRequest(Msg):
+    """scontrol create|update|delete|show reservation (issue 14: corescheduler/core_resv.py):
+    ``fields`` are scontrol's Key=Value words as given (keys in any case)."""
+
+    action: str  # create | update | delete | show
+    name: str | None = None  # delete, show (None: all)
+    fields: dict[str, str] = {}
 
 
 class Reconfigure(Msg):
@@ -336,6 +347,11 @@ class LaunchTasks(Msg):
     # srun's I/O plan (tools/srun_io.py IoPlan.node_io): stdin/stdout/stderr as ("pipe"|"null"|"file"|
     # "same", detail), "pty", "winsize", "names" for the file patterns; {}: pipes for all, as before.
     io: dict[str, Any] = {}
+    mpi: str = "none"  # srun's MPI plugin type (tools/srun_mpi.py): "pmi2" serves PMI on PMI_FD
+    pmi_mapping: str = ""  # --mpi=pmi2: PMI_process_mapping of the step's layout (nodeagent/pmi_wire.py)
+    # srun's --cpu-bind, --mem-bind, --gpu-bind, --distribution and -c (issue 14, binding): plurmd
+    # places each task (nodeagent/stepbind.py); {}: no binding asked for, TaskPluginParam decides.
+    binding: dict[str, Any] = {}
 
 
 class StepStat(Msg):
@@ -361,6 +377,51 @@ class AttachStep(Msg):
     io_key: str
 
 
+# ----------------------------------------------------------------- plurmstepd <-> srun: PMI (--mpi=pmi2)
+# On the step's I/O channel (signed with the step's key, beside task_output): the fence that
+# joins every node's KVS puts (nodeagent/pmi2.py, tools/srun_pmi.py) and MPI_Abort.
+
+class PmiFence(Msg):
+    """plurmstepd -> srun: every task of node ``node_id`` is in fence ``seq``; their puts."""
+    node_id: int
+    seq: int
+    kvs: dict[str, str] = {}
+
+
+class PmiFenceDone(Msg):
+    """srun -> every plurmstepd: all nodes are in fence ``seq``; every node's puts."""
+    seq: int
+    kvs: dict[str, str] = {}
+
+
+class PmiAbort(Msg):
+    """plurmstepd -> srun: a task called PMI abort; srun ends the step on every node."""
+    node_id: int
+    rank: int
+    exit_code: int = 1
+    message: str = ""
+
+
+class PmiKill(Msg):
+    """srun -> every plurmstepd: the step was aborted; kill its tasks (they end Killed)."""
+    clock: str = ""  # the wall-clock time of the abort, for slurmstepd's CANCELLED line
+
+
+PMI_TYPES: dict[str, type[Msg]] = {"pmi_fence": PmiFence, "pmi_fence_done": PmiFenceDone, "pmi_abort": PmiAbort,
+                                   "pmi_kill": PmiKill}
+
+
+def pmi_message(kind: str, body: dict[str, Any]) -> Msg:
+    """A PMI message of the step's channel, checked against its schema (SchemaError if not)."""
+    cls = PMI_TYPES.get(kind)
+    if cls is None:
+        raise SchemaError(f"unknown message type {kind!r}")
+    try:
+        return msgspec.convert(body, cls)
+    except msgspec.ValidationError as exc:
+        raise SchemaError(f"malformed {kind} message: {exc}") from None
+
+
 # Every request type a daemon accepts, by wire name.
 MESSAGE_TYPES: dict[str, type[Msg]] = {
     "submit_job": SubmitJob,
@@ -373,6 +434,7 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "step_info": StepInfoRequest,
     "update_node": UpdateNode,
     "reboot_nodes": RebootNodes,
+    "reservation": ReservationRequest,
     "reconfigure": Reconfigure,
     "step_create": StepCreate,
     "step_complete": StepComplete,

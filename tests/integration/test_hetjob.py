@@ -1,0 +1,106 @@
+"""Heterogeneous jobs end to end (issue 14, item 7): a two-component hetjob on real daemons,
+beside what the real Slurm 22.05.8 printed for the same script
+(tests/integration/reference/hetjob/, README.md there says how it was captured)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from plurmtest import Cluster, wait_for, write_script
+
+REFERENCE = Path(__file__).parent / "reference" / "hetjob"
+
+SCRIPT = """#!/bin/bash
+#SBATCH -n1 -c2 --job-name=hetenv
+#SBATCH -o env-%j.txt
+#SBATCH hetjob
+#SBATCH -n2 -c1
+env | grep ^SLURM | sort > env-{tag}.txt
+srun --het-group=1 bash -c 'echo $SLURM_JOB_ID $SLURM_STEP_NUM_TASKS $SLURM_STEP_NODELIST' > srun1-{tag}.txt 2>&1
+srun --het-group=0,1 true 2> several-{tag}.txt
+echo ready >> srun1-{tag}.txt
+sleep 60
+"""
+
+
+def _het_names(lines: list[str]) -> dict[str, str]:
+    """The hetjob's own variables: per component (…_HET_GROUP_K, …_PACK_GROUP_K) and the size."""
+    out = {}
+    for line in lines:
+        name, _, value = line.partition("=")
+        if "_HET_GROUP_" in name or "_PACK_GROUP_" in name or name in ("SLURM_HET_SIZE", "SLURM_PACK_SIZE"):
+            out[name] = value
+    return out
+
+
+def test_two_components_start_together_with_slurms_ids_env_and_cancel(cluster: Cluster, workdir: Path) -> None:
+    write_script(workdir, "het.sh", SCRIPT.replace("{tag}", "batch"))
+    leader = cluster.sbatch("het.sh", cwd=workdir)
+    lead = cluster.wait_state(f"{leader}+0", "RUNNING")
+    other = cluster.wait_state(f"{leader}+1", "RUNNING")
+    assert other["job_id"] == leader + 1
+    env_file = workdir / "env-batch.txt"
+    wait_for(lambda: env_file.is_file() and "SLURM_TASKS_PER_NODE_HET_GROUP_1" in env_file.read_text(),
+             what="the batch script's environment")
+
+    # The same variable names as Slurm's, with this run's values.
+    reference = (REFERENCE / "run_env.txt").read_text().split("===")[0].splitlines()
+    want = _het_names(reference)
+    lines = env_file.read_text().splitlines()
+    got = _het_names(lines)
+    if not any(line.startswith("SLURM_JOB_ACCOUNT=") for line in lines):
+        # the local cluster has no account (nor SLURM_JOB_ACCOUNT); the reference's has one
+        want = {name: value for name, value in want.items() if not name.startswith("SLURM_JOB_ACCOUNT_")}
+    assert sorted(got) == sorted(want)
+    assert got["SLURM_HET_SIZE"] == "2"
+    assert got["SLURM_JOB_ID_HET_GROUP_0"] == str(leader) and got["SLURM_JOB_ID_HET_GROUP_1"] == str(leader + 1)
+    assert got["SLURM_JOB_NODELIST_HET_GROUP_0"] == lead["nodes"][0]
+    assert (got["SLURM_NTASKS_HET_GROUP_0"], got["SLURM_NTASKS_HET_GROUP_1"]) == ("1", "2")
+    assert (got["SLURM_CPUS_PER_TASK_HET_GROUP_0"], got["SLURM_CPUS_PER_TASK_HET_GROUP_1"]) == ("2", "1")
+    assert got["SLURM_JOB_CPUS_PER_NODE_HET_GROUP_0"] == "2"
+
+    # srun --het-group=1 runs in component 1's allocation; a step over both is refused (exit 1).
+    srun1 = workdir / "srun1-batch.txt"
+    wait_for(lambda: srun1.is_file() and "ready" in srun1.read_text(), what="the sruns")
+    assert srun1.read_text().splitlines()[0] == f"{leader + 1} 2 {other['nodes'][0]}"
+    assert "one heterogeneous job component at a time" in (workdir / "several-batch.txt").read_text()
+
+    # squeue and scontrol name the components N+K, as Slurm's (reference run_squeue.txt).
+    rows = cluster.run("squeue", "-h", "-j", str(leader), "-o", "%i %A %j %T", check=True).stdout.split("\n")
+    assert sorted(r for r in rows if r) == [f"{leader}+0 {leader} hetenv RUNNING",
+                                           f"{leader}+1 {leader + 1} hetenv RUNNING"]
+    shown = cluster.run("scontrol", "show", "job", str(leader), check=True).stdout
+    assert f"JobId={leader} HetJobId={leader} HetJobOffset=0 JobName=hetenv\n   HetJobIdSet={leader}-{leader + 1}\n" \
+        in shown
+    assert f"JobId={leader + 1} HetJobId={leader} HetJobOffset=1 JobName=hetenv" in shown
+    assert "HetJobIdSet=" in (REFERENCE / "run_scontrol_show_job.txt").read_text()
+
+    # A running component other than 0 may be signalled alone; scancel N ends them all.
+    cluster.run("scancel", str(leader), check=True)
+    cluster.wait_state(f"{leader}+0", "CANCELLED")
+    cluster.wait_state(f"{leader}+1", "CANCELLED")
+    acct = cluster.run("sacct", "-n", "-X", "-j", str(leader), "-o", "JobID,JobIDRaw,State", check=True).stdout
+    assert [line.split()[:2] for line in acct.splitlines()] == [[f"{leader}+0", str(leader)],
+                                                                [f"{leader}+1", str(leader + 1)]]
+    one = cluster.run("sacct", "-n", "-X", "-j", f"{leader}+1", "-o", "JobID", check=True).stdout.split()
+    assert one == [f"{leader}+1"]
+
+
+def test_scancel_of_a_pending_component_is_refused_as_slurm_refuses_it(cluster: Cluster, workdir: Path) -> None:
+    write_script(workdir, "held.sh", SCRIPT.replace("{tag}", "held"))
+    leader = cluster.sbatch("-H", "held.sh", cwd=workdir)
+    proc = cluster.run("scancel", f"{leader}+1")
+    want = (REFERENCE / "cancel_pending_component.txt").read_text().splitlines()[0]
+    assert proc.stderr.strip() == want.replace("78+1", f"{leader}+1")
+    assert proc.returncode == 60
+    cluster.run("scancel", str(leader), check=True)
+    cluster.wait_state(f"{leader}+1", "CANCELLED")
+
+
+def test_salloc_with_a_colon_makes_a_heterogeneous_allocation(cluster: Cluster, workdir: Path) -> None:
+    proc = cluster.run("salloc", "-n1", "-c2", ":", "-n2", "bash", "-c",
+                       "echo $SLURM_JOB_ID $SLURM_HET_SIZE $SLURM_JOB_ID_HET_GROUP_1 $SLURM_NTASKS_HET_GROUP_1",
+                       cwd=workdir, check=True)
+    leader = int(proc.stderr.split("Granted job allocation ")[1].split()[0])
+    assert proc.stdout.split() == [str(leader), "2", str(leader + 1), "2"]
+    cluster.wait_state(f"{leader}+1", "COMPLETED")  # ended with component 0's end
