@@ -53,6 +53,8 @@ from plurm.corescheduler.scheduler import (
     Scheduler,
     StartJob,
 )
+from plurm.corescheduler.timeprio_backfill import shorten_to_start
+from plurm.corescheduler import topology
 from plurm.corescheduler.gcpause import collector_paused
 from plurm.corescheduler.gresplan import GresPlan
 from plurm.corescheduler.timeline import Candidates, Timeline, longs
@@ -360,7 +362,9 @@ class _Planner:
         when backfill leaves it alone: the partition refuses it (the main pass gave the
         reason) or it would share CPUs (OverSubscribe: the main pass places it)."""
         partition = self.s.partitions.get(job.partition)
-        if partition is None or demand.oversubscribe:
+        if partition is None or demand.oversubscribe or demand.wishes is not None:  # (wishes: timeprio_place.py)
+            return None
+        if demand.topo is not None:  # counted in tasks per node (topology.py): the main pass places it
             return None
         # partition_reason is O(partition nodes); it depends on nothing but these.
         size = _demand_key(demand)
@@ -576,9 +580,13 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
                 first, skip = slot, room
         if first < profile.nslots:
             slot, alloc, room, nodes = planner.find(cands, demand, length, first, skip=skip)
+            alloc = alloc if alloc is None else topology.whole_cores(scheduler, alloc, demand)  # CR_Core
         else:
             slot, alloc, room, nodes = -1, None, -1, None
         family[length] = (slot, max(room, 0)) if slot >= 0 else (profile.nslots, 0)
+        if slot != 0 and job.spec.time_min is not None:  # --time-min: a shorter limit may start it now
+            found = shorten_to_start(planner, cands, demand, job, length, (slot, alloc, room, nodes))
+            slot, alloc, room, nodes, length = found
 
         if slot == 0 and alloc is not None:
             scheduler.allocate(alloc)

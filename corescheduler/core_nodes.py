@@ -81,7 +81,7 @@ class NodeEvents:
         if count > len(names):
             raise RequestError("Requested node configuration is not available", "ConfigUnavailable")
         names, capacity = names[:count], capacity[:count]
-        if ntasks > sum(capacity) or ntasks < count:
+        if (ntasks > sum(capacity) and not job.spec.overcommit) or ntasks < count:  # (-O: more tasks than CPUs)
             raise RequestError("More processors requested than permitted", "TooManyProcessors")
         tasks = [1] * count
         left = ntasks - count
@@ -89,6 +89,8 @@ class NodeEvents:
             extra = min(left, capacity[i] - 1)
             tasks[i] += extra
             left -= extra
+        for i in range(left if job.spec.overcommit else 0):  # -O: the tasks beyond the CPUs, dealt in turn
+            tasks[i % count] += 1
         step_id = job.next_step_id
         job.next_step_id += 1
         self._save(job)
@@ -316,6 +318,8 @@ class NodeEvents:
         queue); a batch job that may be requeued (--requeue, or JobRequeue=1 without
         --no-requeue) is, keeping its id, one restart more; any other ends NODE_FAIL.
         Its other nodes are told to kill that run."""
+        if self.timeprio_keeps_running(job, failed, now):  # -k/--no-kill: it runs on without it (core_timeprio.py)
+            return []
         body = dict(self.terminate_body(job), restarts=job.restarts)
         others = [n for n in job.nodes if n != failed]
         if job.completing or job.cancel_state:

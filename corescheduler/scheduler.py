@@ -20,8 +20,10 @@ from operator import attrgetter
 
 from plurm import corescheduler
 from plurm.corescheduler import constraint as constraints
+from plurm.corescheduler import topology
 from plurm.common import gres
 from plurm.corescheduler.gcpause import collector_paused
+from plurm.corescheduler.timeprio_place import NodeWishes, place_with_wishes, shape_demand, wishes_key
 from plurm.wire.model import Job, JobSpec, Node, Partition
 
 _real_memory = attrgetter("real_memory")
@@ -99,6 +101,8 @@ class Demand:
     # Partition OverSubscribe: 0, the job does not share CPUs; N >= 1, it may share each CPU
     # with other sharing jobs, N jobs at most (see Scheduler "OverSubscribe").
     oversubscribe: int = 0
+    wishes: NodeWishes | None = None  # --tmp, --prefer, --spread-job (timeprio_place.py)
+    topo: topology.Topology | None = None  # sockets, cores, threads, --mincpus (topology.py)
 
 
 def allocation_of(names: list[str], indices: list[int], tasks: list[int], total_cpus: list[int],
@@ -147,7 +151,7 @@ def demand_of(spec: JobSpec, partition: Partition | None, default_mem_per_cpu: i
             exclusive = True  # whole nodes for every job
         if mode == "NO" or (mode == "YES" and (not spec.oversubscribe or spec.exclusive)):
             share = 0  # YES: only jobs that ask (--oversubscribe) share; FORCE: every job
-    return Demand(
+    return shape_demand(spec, Demand(
         gres=needs,
         nodes_min=nodes_min,
         nodes_max=spec.nodes_max or 0,
@@ -162,7 +166,8 @@ def demand_of(spec: JobSpec, partition: Partition | None, default_mem_per_cpu: i
         constraint=_parse_constraint(spec.constraint) if spec.constraint else None,
         contiguous=spec.contiguous,
         oversubscribe=share,
-    )
+        topo=topology.of_spec(spec),
+    ))
 
 
 def oversubscribe_mode(value: str | None) -> tuple[str, int]:
@@ -347,7 +352,8 @@ class Scheduler:
         key = (partition.name, demand.nodes_min, demand.nodes_max, demand.ntasks, demand.cpus_per_task,
                demand.ntasks_per_node, demand.mem_per_node, demand.mem_per_cpu, demand.exclusive,
                tuple(demand.req_nodes), tuple(demand.exc_nodes), tuple(demand.gres),
-               demand.constraint.expression if demand.constraint else None, demand.contiguous)
+               demand.constraint.expression if demand.constraint else None, demand.contiguous) + wishes_key(demand)
+        key += (demand.topo,) if demand.topo is not None else ()
         known = self._idle_fit.get(key)
         if known is not None:
             return known
@@ -408,6 +414,9 @@ class Scheduler:
         if need_mem > biggest_mem:
             raise SubmitRefused("Requested node configuration is not available",
                                 "Memory specification can not be satisfied")
+        detail = topology.refusal(demand.topo, members)  # sockets, cores, threads, --mincpus
+        if detail is not None:
+            raise SubmitRefused("Requested node configuration is not available", detail)
         if self._shape_reason(demand, partition) is None and not self.fits_idle(demand, partition):
             # Within the partition's sizes, yet no arrangement of its nodes holds it.
             raise SubmitRefused("Requested node configuration is not available")
@@ -441,6 +450,8 @@ class Scheduler:
     # -- the main pass
     def try_place(self, demand: Demand, partition: Partition) -> Allocation | None:
         """Nodes for ``demand`` now, trying each alternative of its --constraint."""
+        if demand.wishes is not None:  # --tmp, --prefer, --spread-job
+            return place_with_wishes(self, demand, partition)
         if demand.constraint is None:
             return self._place(demand, partition, None)
         for alternative in demand.constraint.alternatives:
@@ -487,7 +498,9 @@ class Scheduler:
                     return None
         if demand.req_nodes and not {self._index[n] for n in demand.req_nodes}.issubset(indices):
             return None
-        shaped = allocation_of(self._names, indices, tasks, self.total_cpus, demand)
+        shaped = topology.whole_cores(self, allocation_of(self._names, indices, tasks, self.total_cpus, demand),
+                                      demand) if demand.topo is None \
+            else Allocation(*topology.allocation_parts(self, indices, tasks, demand))  # (CR_Core: topology.py)
         picked: list[dict[str, list[int]]] = []
         if demand.gres:
             for i in indices:
@@ -515,6 +528,8 @@ class Scheduler:
         return result
 
     def _kernel_on(self, free_cpus: list[int], demand: Demand, order: list[int], nodes_min: int, nreq: int):
+        if demand.topo is not None:  # fed tasks, not CPUs
+            return topology.place(self, free_cpus, demand, order, nodes_min, nreq)
         place = corescheduler.placement.place
         args = (demand.ntasks, demand.cpus_per_task, demand.ntasks_per_node, demand.mem_per_node,
                 demand.mem_per_cpu, 1 if demand.exclusive else 0, self._weights)

@@ -104,7 +104,7 @@ extra-node-info|B|r|string|bra|
 get-user-env||n|flag|ba|b:GET_USER_ENV
 gid||r|string|bra|
 gpu-bind||r|gpu_bind|bra|*:GPU_BIND
-gpu-freq||r|string|bra|*:GPU_FREQ
+gpu-freq||r|gpu_freq|bra|*:GPU_FREQ
 gpus|G|r|gpus|bra|*:GPUS
 gpus-per-node||r|string|bra|*:GPUS_PER_NODE
 gpus-per-socket||r|string|bra|b:GPUS_PER_SOCKET
@@ -144,8 +144,8 @@ no-bell||n|flag|a|a:NO_BELL
 no-kill|k|o|no_kill|bra|*:NO_KILL
 no-requeue||n|flag|b|b:NO_REQUEUE
 no-shell||n|flag|a|
-nodefile|F|r|string|ba|
-nodefile||r|string|r|
+nodefile|F|r|nodefile|ba|
+nodefile||r|nodefile|r|
 nodelist|w|r|hostlist|bra|
 nodes|N|r|nodes|bra|r:NNODES r:JOB_NUM_NODES
 ntasks|n|r|positive_int|bra|r:NTASKS r:NPROCS
@@ -288,7 +288,7 @@ PARSERS: dict[str, Callable[..., Any]] = {
     "gpus": structvalues.parse_gpus, "mail_type": structvalues.parse_mail_type,
     "begin": structvalues.parse_begin, "exclusive": values.parse_exclusive,
     "open_mode": values.parse_open_mode, "distribution": values.parse_distribution,
-    "constraint": values.parse_constraint, "hostlist": structvalues.parse_hostlist,
+    "constraint": values.parse_constraint, "hostlist": structvalues.parse_hostlist, "nodefile": structvalues.parse_nodefile,
     "nice": values.parse_nice, "positive_int": values.parse_positive_int,
     "nonnegative_int": values.parse_nonnegative_int, "loose_int": values.parse_loose_int,
     "yes_no": values.parse_yes_no, "zero_one": values.parse_zero_one,
@@ -296,5 +296,6 @@ PARSERS: dict[str, Callable[..., Any]] = {
     "hint": values.parse_hint, "profile": values.parse_profile,
     "acctg_freq": values.parse_acctg_freq, "cpu_freq": values.parse_cpu_freq,
     "mem_bind": values.parse_mem_bind, "cpu_bind": values.parse_cpu_bind, "gpu_bind": values.parse_gpu_bind,
+    "gpu_freq": values.parse_gpu_freq,
     "switches": values.parse_switches,
 }

@@ -385,6 +385,23 @@ def read_hostfile(path: str) -> str:
                                f"{exc.strerror}", 1) from None
 
 
+def parse_nodefile(value: str, opt: str = "nodefile") -> list[str]:
+    """-F/--nodefile: the host names in a file (any lines, any separators), expanded; an
+    unreadable file is sbatch's error, exit status 255 (22.05.8, measured)."""
+    try:
+        with open(value, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise OptionValueError(f"Invalid --{opt} node file", 255, pre_errors=[
+            f"slurm_allocate_resources error opening file {value}, {exc.strerror}"]) from None
+    from .hostlist import HostlistError, expand
+    try:
+        return list(expand(",".join(text.split())))
+    except (HostlistError, ValueError):
+        raise OptionValueError("Batch job submission failed: Invalid node name specified",
+                               1, stage="submit") from None
+
+
 def parse_hostlist(value: str, opt: str = "nodelist") -> list[str]:
     """Expanded host names (a value containing '/' names a file of host names).
 
