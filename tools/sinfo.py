@@ -236,9 +236,9 @@ def main(argv: list[str] | None = None) -> int:
         (sys.stdout if exc.stream == "stdout" else sys.stderr).write(exc.text)
         return exc.code
     if opts.reservation:
-        # plurm has no reservations: Slurm's answer when there are none (no header)
-        sys.stdout.write("No reservations in the system\n")
-        return 0
+        from plurm.tools.scontrol_resv import sinfo_reservations
+
+        return sinfo_reservations()
     return run_iterating(lambda: run_once(opts), opts.iterate)
 
 

@@ -1,0 +1,63 @@
+"""Advance reservations against a real local cluster (issue 14 item 1): scontrol creates a
+MAINT reservation, a job that would need its node waits with Slurm's reason, a job with
+``--reservation`` runs inside it (with SLURM_JOB_RESERVATION), ``sinfo -T`` and ``scontrol show
+reservation`` print it as the real 22.05 does, and it survives a ``kill -9`` of plurmctld.
+
+The core's side (timelines, flags, errors) is tests/corescheduler/test_reservations_core.py.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import signal
+from pathlib import Path
+
+from plurmtest import Cluster, wait_for
+
+RESV_NODES = "ReqNodeNotAvail, May be reserved for other job"
+
+
+def test_a_maintenance_reservation_holds_its_node_for_its_jobs(fresh_cluster: Cluster, tmp_path: Path) -> None:
+    c = fresh_cluster
+    user = pwd.getpwuid(os.getuid()).pw_name
+    made = c.run("scontrol", "create", "reservation", "ReservationName=maint", "StartTime=now", "Duration=60",
+                 "Nodes=n1", f"Users={user}", "Flags=MAINT")
+    assert (made.returncode, made.stdout, made.stderr) == (0, "Reservation created: maint\n", "")
+    shown = c.run("scontrol", "show", "reservation", check=True).stdout
+    assert re.fullmatch(
+        r"ReservationName=maint StartTime=(\S+) EndTime=(\S+) Duration=01:00:00\n"
+        r"   Nodes=n1 NodeCnt=1 CoreCnt=2 Features=\(null\) PartitionName=\(null\) Flags=MAINT,SPEC_NODES\n"
+        r"   TRES=cpu=2\n"
+        rf"   Users={user} Groups=\(null\) Accounts=\(null\) Licenses=\(null\) State=ACTIVE BurstBuffer=\(null\) "
+        r"Watts=n/a\n   MaxStartDelay=\(null\)\n\n", shown), shown
+    table = c.run("sinfo", "-T", check=True).stdout.splitlines()
+    assert table[0] == "RESV_NAME     STATE           START_TIME             END_TIME     DURATION  NODELIST"
+    assert re.fullmatch(r"maint {8}ACTIVE  \S{19}  \S{19}     01:00:00  n1", table[1]), table
+
+    # Both nodes wanted: n1 is reserved, so the job waits (and holds nobody back).
+    wide = c.sbatch("-N", "2", "-t", "5", "-o", "/dev/null", "--wrap", "true", cwd=tmp_path)
+    wait_for(lambda: c.job(wide).get("reason") == RESV_NODES, what="the reservation's reason")
+    squeue = c.run("squeue", "-h", "-j", str(wide), "-o", "%t %R", check=True).stdout
+    assert squeue == f"PD ({RESV_NODES})\n"
+    inside = c.sbatch("--reservation=maint", "-o", "inside.out", "--wrap",
+                      "echo $SLURM_JOB_RESERVATION $SLURMD_NODENAME", cwd=tmp_path)
+    c.wait_state(inside, "COMPLETED")
+    assert (tmp_path / "inside.out").read_text() == "maint n1\n"
+    assert "   Reservation=maint\n" in c.run("scontrol", "show", "job", str(inside), check=True).stdout
+    refused = c.run("sbatch", "--reservation=nosuch", "--wrap", "true", cwd=tmp_path)
+    assert (refused.returncode, refused.stderr) == (
+        1, "sbatch: error: Batch job submission failed: Requested reservation is invalid\n")
+
+    # The reservation is durable: a controller killed with -9 comes back with it.
+    os.kill(int((c.dir / "run" / "plurmctld.pid").read_text()), signal.SIGKILL)
+    c.up()
+    assert c.run("scontrol", "show", "reservation", "maint", check=True).stdout == shown
+    # Deleted: the waiting job starts.
+    assert c.run("scontrol", "delete", "ReservationName=maint", check=True).stdout == ""
+    c.wait_state(wide, "COMPLETED")
+    assert c.run("scontrol", "show", "reservation", check=True).stdout == "No reservations in the system\n"
+    gone = c.run("scontrol", "delete", "ReservationName=maint")
+    assert (gone.returncode, gone.stderr) == (
+        1, "delete_reservation ReservationName=maint: Requested reservation is invalid\n")
