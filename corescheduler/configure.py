@@ -159,14 +159,26 @@ def core_from_conf(conf: Any, *, accounts: AccountBook | None = None, jobs: Iter
                    slurm_user: str = "root") -> ClusterCore:
     """The core for a loaded slurm.conf (plurm.grammar.slurmconf): empty, or with the
     jobs, open steps and associations a controller restores from its store."""
-    return ClusterCore(nodes_from_conf(conf), partitions_from_conf(conf), settings_from_conf(conf, slurm_user),
+    core = ClusterCore(nodes_from_conf(conf), partitions_from_conf(conf), settings_from_conf(conf, slurm_user),
                        priority_policy=priority_policy(conf), preempt_policy=preempt_policy(conf),
                        accounts=accounts or AccountBook(half_life_s=decay_half_life(conf)), jobs=jobs,
                        open_steps=open_steps, next_job_id=next_job_id, now=now)
+    core.set_license_totals(license_totals(conf))  # (core_licenses.py)
+    return core
+
+
+def license_totals(conf: Any) -> dict[str, int]:
+    """Licenses=fluent:4,matlab:2 (a name alone is one); slurmctld refuses to start on a bad one."""
+    from plurm.corescheduler.licenses import LicenseSpecError, parse_configured
+
+    try:
+        return parse_configured(conf.get("Licenses"))
+    except LicenseSpecError as exc:
+        raise ValueError(f"Invalid configured licenses: {exc}") from None
 
 
 def reconfig_parts(conf: Any, slurm_user: str = "root") -> dict[str, Any]:
     """What ``ClusterCore.reconfigure`` takes from a re-read slurm.conf (scontrol reconfigure)."""
     return {"nodes": nodes_from_conf(conf), "partitions": partitions_from_conf(conf),
             "settings": settings_from_conf(conf, slurm_user), "priority_policy": priority_policy(conf),
-            "preempt_policy": preempt_policy(conf)}
+            "preempt_policy": preempt_policy(conf), "licenses": license_totals(conf)}

@@ -44,6 +44,7 @@ from plurm.corescheduler.directory import Directory
 from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.failover_shell import FailoverShell
+from plurm.corescheduler.mailer import Mailer
 from plurm.corescheduler.service import Service
 from plurm.corescheduler import failover
 from plurm.corescheduler.store import StoreError
@@ -85,6 +86,7 @@ class Controller(FailoverShell):
                                           float(self.conf.get_int("SlurmctldTimeout", 120) or 120))
         self.store_failure = failover.StoreFailure(log)
         self.directory = Directory()
+        self.mailer = Mailer(self.conf.get("MailProg"), self.conf.get("MailDomain"))  # --mail-type (mailer.py)
         self.core: Any = None  # None while this controller stands by
         self.service: Any = None
         if self.election.start():
@@ -113,6 +115,7 @@ class Controller(FailoverShell):
             "step_info": self.on_step_info,
             "update_node": self.on_update_node,
             "reboot_nodes": self.on_reboot_nodes,
+            "reservation": self.on_reservation,
             "reconfigure": self.on_reconfigure,
             "step_create": self.on_step_create,
             "step_complete": self.on_step_complete,
@@ -149,6 +152,7 @@ class Controller(FailoverShell):
             slurm_user=self.directory.cluster_identity().user)
         self._seed_archive(self.core.dependencies.referenced_ids())
         self.core.restore_node_admin(self.store.get_meta("node_admin"), now)
+        self.core.restore_reservations(self.store.get_meta("reservations"), now)  # (core_resv.py)
         self.service = Service(self.core)
 
     # ------------------------------------------------------------------ applying decisions
@@ -168,6 +172,9 @@ class Controller(FailoverShell):
         node_admin = self.core.take_node_admin()  # drains, downs, reboots: kept across restarts
         if node_admin is not None:
             self.store.set_meta("node_admin", node_admin)
+        reservations = self.core.take_reservations()  # scontrol create reservation ... (core_resv.py)
+        if reservations is not None:
+            self.store.set_meta("reservations", reservations)
 
     # ------------------------------------------------------------------ transport
     def reply(self, ident: bytes, header: dict, body: Any) -> None:
@@ -200,6 +207,7 @@ class Controller(FailoverShell):
                 self.apply_effects()
             if not self.outbox and not self.store.dirty:
                 self.store.end_read()  # no transaction left open: a paused controller holds no locks
+                self.send_mail()
                 return
             if self.store.dirty:
                 started = time.monotonic()
@@ -207,6 +215,7 @@ class Controller(FailoverShell):
                 self.election.renewed(started)  # the commit renewed the lease in its transaction
             else:
                 self.store.end_read()
+            self.send_mail()  # (what it tells of is durable now)
         except StoreError as exc:  # never a crash: this turn's changes are refused, state rolled back
             self.refuse_turn(exc)
         for frames in self.outbox:
@@ -216,6 +225,10 @@ class Controller(FailoverShell):
                 log.debug("could not send to %r: %s", frames[0], exc)
         self.outbox.clear()
         self.outbox_kinds.clear()
+
+    def send_mail(self) -> None:
+        """The core's job mail to MailProg, without waiting for it (mailer.py); reaps the ones done."""
+        self.mailer.send(self.core.take_mail() if self.core is not None else ())
 
     def handle(self, frames: list[bytes]) -> None:
         if len(frames) < 2:
@@ -449,6 +462,10 @@ class Controller(FailoverShell):
         return None
 
     # ------------------------------------------------------------------ handlers: node administration
+    def on_reservation(self, header: dict, msg: protocol.ReservationRequest, ident: bytes) -> Any:
+        return self.service.reservation(msg, self._who(header), time.time(),
+                                        lambda name: self.directory.resolve_user(name) is not None)
+
     def on_reboot_nodes(self, header: dict, msg: protocol.RebootNodes, ident: bytes) -> Any:
         return self.service.reboot_nodes(msg, self._who(header), time.time())
 
@@ -476,6 +493,7 @@ class Controller(FailoverShell):
                 log.warning("reconfigure: %s changed (%s -> %s): takes effect when plurmctld restarts", key,
                             self.conf.get(key), conf.get(key))
         self.conf = conf
+        self.mailer.configure(conf.get("MailProg"), conf.get("MailDomain"))
         for warning in conf.warnings:
             log.warning("%s", warning)
         log.info("reconfigured from %s: %s", self.conf_path, ", ".join(changed) or "nothing changed")
