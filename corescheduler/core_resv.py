@@ -177,7 +177,12 @@ class AdvanceReservations:
             return demand
         if job.job_id not in held:
             held[job.job_id] = REASON_RESV_NODES
-        names = [n for n in self.nodes if n in excluded or n in demand.exc_nodes]
+        # The same exclusions recur over a queue: listed once per pass (O(nodes) each).
+        key = (frozenset(excluded), tuple(demand.exc_nodes))
+        cache = self.__dict__.setdefault("_resv_lists", {})
+        names = cache.get(key)
+        if names is None:
+            names = cache[key] = [n for n in self.nodes if n in excluded or n in demand.exc_nodes]
         return dataclasses.replace(demand, exc_nodes=names)
 
     def resv_reasons(self, candidates: list[tuple[model.Job, Any]], now: float) -> None:
@@ -193,6 +198,7 @@ class AdvanceReservations:
                     job.reason == "PartitionConfig" or reason != REASON_RESV_NODES):
                 job.reason = reason
         held.clear()  # (the next pass works them out again)
+        self.__dict__.pop("_resv_lists", None)
 
     def resv_tick(self, now: float) -> None:
         """Time passing: reservations start and end (DAILY/WEEKLY roll on)."""
@@ -294,11 +300,13 @@ class AdvanceReservations:
         self._resv_check_busy(record)
 
     def _resv_named_nodes(self, value: str) -> list[str]:
-        from plurm.grammar.hostlist import expand
+        from plurm.grammar.hostlist import count, expand
 
         if value.upper() == "ALL":
             return list(self.nodes)
         try:
+            if count(value) > 4 * len(self.nodes):  # (more names than there are: never expanded)
+                raise ValueError(value)
             names = set(expand(value))
         except ValueError:
             raise RequestError(rs.BAD_NODE, "InvalidNodeName") from None
