@@ -103,16 +103,19 @@ def test_time_min_with_a_deadline_starts_with_the_limit_cut_to_it() -> None:
 
 
 def test_backfill_shortens_a_time_min_job_to_start_it_before_a_reservation() -> None:
+    # As measured on Slurm 22.05 (reference/timeprio/timemin_backfill.txt): n1 busy for 2 minutes,
+    # a top job waiting for every node, a -t 10 --time-min=1 job started by backfill with
+    # TimeLimit=00:01:00, the same job without --time-min left pending (Priority).
     core, service = _core(count=2, cpus=2)
-    _started(core, _submit(service, ROOT, ntasks=2, time_limit=30, req_nodes=["n1"]))  # n1 busy 30 min
-    top = _submit(service, ROOT, nodes_min=2, ntasks=4, time_limit=60, priority=1_000_000)  # waits for n1
-    flexible = _submit(service, ROOT, ntasks=2, time_limit=60, time_min=10, priority=10)
-    rigid = _submit(service, ROOT, ntasks=2, time_limit=60, priority=5)
-    core.schedule(T0 + 60)  # (the next backfill cycle: bf_interval after the first)
+    _started(core, _submit(service, ROOT, ntasks=2, time_limit=2, req_nodes=["n1"]))
+    top = _submit(service, ROOT, nodes_min=2, ntasks=4, time_limit=10, priority=1_000_000)
+    flexible = _submit(service, ROOT, ntasks=2, time_limit=10, time_min=1, priority=10)
+    rigid = _submit(service, ROOT, ntasks=2, time_limit=10, priority=5)
+    core.schedule(T0 + 30)  # (the next backfill cycle: bf_interval after the first)
     assert core.jobs[top].state == model.PENDING and core.jobs[rigid].state == model.PENDING
     job = core.jobs[flexible]
     assert job.state == model.RUNNING, job.reason
-    assert 10 <= job.time_limit <= 29 and job.spec.time_min == 10
+    assert (job.time_limit, job.spec.time_min, job.end_time) == (1, 1, T0 + 90)
 
 
 # ---------------------------------------------------------------- --tmp, --prefer
