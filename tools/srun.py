@@ -398,14 +398,17 @@ def main(argv: list[str] | None = None) -> int:
     mpi = srun_mpi.chosen(options.get("mpi"), conn.settings.conf)
     if mpi is None:
         return 1
-    from plurm.tools.srun_het import component_job, component_options
+    from plurm.tools import srun_het
 
-    het_job, het_error = component_job(options, environ, len(req.components))  # --het-group (area: hetjob)
+    if srun_het.several(options, environ, len(req.components)):  # srun A : B, --het-group=0,1 (area: hetjob)
+        conn.close()
+        return srun_het.run_components(argv, req, environ)
+    het_job, het_group, het_error = srun_het.component_job(options, environ)  # --het-group=K
     if het_error:
         print(het_error, file=sys.stderr)
         return 1
     if het_job:
-        component_options(options, req.cmdline_keys, environ)
+        srun_het.component_options(options, req.cmdline_keys, environ, het_group)
     job_id_text = het_job or options.get("jobid") or environ.get("SLURM_JOB_ID")
     own_allocation = job_id_text is None
     try:
