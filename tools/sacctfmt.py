@@ -268,7 +268,7 @@ def acct_job_row(job: dict, now: float, cluster: str, def_mem_per_cpu: int | Non
         "WorkDir": spec.get("work_dir", "/"),
         "Comment": spec.get("comment") or "",
         "Constraints": "",
-        "Reservation": "",
+        "Reservation": spec.get("reservation") or "",
         "Suspended": "00:00:00",
         "ReqCPUFreqMin": "Unknown",
         "ReqCPUFreqMax": "Unknown",

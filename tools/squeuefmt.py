@@ -303,7 +303,7 @@ FIELDS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "T": ("STATE", ("state",), lambda j, c: (job_state(j), True)),
     "u": ("USER", ("username",), lambda j, c: (str(_spec(j).get("user", "root")), True)),
     "U": ("UID", ("userid",), lambda j, c: (str(_spec(j).get("user_id", 0)), True)),
-    "v": ("RESERVATION", ("reservation",), lambda j, c: ("(null)", True)),
+    "v": ("RESERVATION", ("reservation",), lambda j, c: (_null(_spec(j).get("reservation")), True)),
     "V": ("SUBMIT_TIME", ("submittime",), lambda j, c: _time(j.get("submit_time"), c)),
     "w": ("WCKEY", ("wckey",), lambda j, c: ("(null)", True)),
     "W": ("LICENSES", ("licenses",), lambda j, c: (str(_spec(j).get("licenses") or "(null)"), True)),

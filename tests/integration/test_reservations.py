@@ -46,6 +46,8 @@ def test_a_maintenance_reservation_holds_its_node_for_its_jobs(fresh_cluster: Cl
     c.wait_state(inside, "COMPLETED")
     assert (tmp_path / "inside.out").read_text() == "maint n1\n"
     assert "   Reservation=maint\n" in c.run("scontrol", "show", "job", str(inside), check=True).stdout
+    assert c.run("sacct", "-X", "-n", "-P", "-j", str(inside), "-o", "Reservation", check=True).stdout == "maint\n"
+    assert c.run("squeue", "-h", "-j", str(wide), "-o", "%v", check=True).stdout == "(null)\n"
     refused = c.run("sbatch", "--reservation=nosuch", "--wrap", "true", cwd=tmp_path)
     assert (refused.returncode, refused.stderr) == (
         1, "sbatch: error: Batch job submission failed: Requested reservation is invalid\n")
