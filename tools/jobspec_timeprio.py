@@ -16,6 +16,22 @@ KEYS = {"time-min", "deadline", "priority", "prefer", "tmp", "overcommit", "spre
         "no-kill", "nodefile", "wait-all-nodes", "delay-boot"}
 
 
+# sbatch's own bound on --priority (22.05.8, measured: "Priority must be < 4294967294", status 255).
+PRIORITY_BOUND = 4294967294
+
+
+def check_options(prog: str, typed: dict[str, Any]) -> None:
+    """sbatch's checks of these options once all are read (tools/sbatch_cli._validate)."""
+    from plurm.grammar.options import OptionError
+
+    priority = typed.get("priority")
+    if isinstance(priority, str) and priority.strip().isdigit() and int(priority) >= PRIORITY_BOUND:
+        raise OptionError([f"{prog}: error: Priority must be < {PRIORITY_BOUND}"], 255)
+    begin, deadline = typed.get("begin"), typed.get("deadline")
+    if isinstance(begin, (int, float)) and isinstance(deadline, (int, float)) and begin > deadline:
+        raise OptionError([f"{prog}: error: Incompatible begin and deadline time specification"], 1)
+
+
 def timeprio_fields(options: dict[str, Any]) -> dict[str, Any]:
     """The JobSpec fields of the options present (an absent option leaves the default)."""
     fields: dict[str, Any] = {}

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # annotations only (start-up cost)
 from plurm.grammar import structvalues as S, values as V
 from plurm.grammar.options import (EXTRA_ENV, PARSERS, Option, OptionError, OptionValueError, env_inputs,
                                    options_for)
+from plurm.tools.jobspec_timeprio import check_options as check_timeprio_options
 from plurm.tools.frontend import Parsed, getopt, help_text, iter_getopt, usage_text, version_text
 from plurm.grammar.script import (Directive, ScriptInfo, UnmatchedQuote, check_script, read_script,
                      translate_pbs)
@@ -282,6 +283,7 @@ def _validate(prog: str, st: _State, warnings: list[str],
     for err in st.late.values():
         raise err
     _validate_gpus(prog, t)
+    check_timeprio_options(prog, t)  # --priority's bound, --begin after --deadline (tools/jobspec_timeprio.py)
     if "power" in t and str(st.raw["power"]).lower() != "level":
         # sbatch says so and carries on without it (-v shows "unset")
         warnings.extend([f"{prog}: error: Ignoring unrecognized power option "
