@@ -154,3 +154,19 @@ def capacity(units: dict[str, list[str | None]], need: GresNeed) -> int:
 def format_indices(indices: list[int]) -> str:
     """Slurm's SLURM_JOB_GPUS form: "0,1,2"."""
     return ",".join(str(i) for i in sorted(indices))
+
+
+def gpus_in_all(req: list[dict[str, Any]], nodes: int) -> int:
+    """The GPUs a structured request names in all: per job, plus per node times ``nodes``
+    (--ntasks-per-gpu counts tasks from them: tools/jobspec_topology.py, corescheduler/topology.py)."""
+    total = 0
+    for item in req:
+        count = item.get("count")
+        if item.get("name") != "gpu" or not isinstance(count, int) or isinstance(count, bool):
+            continue
+        per = item.get("per", "node")
+        if per == "job":
+            total += count
+        elif per == "node":
+            total += count * max(nodes, 1)
+    return total
