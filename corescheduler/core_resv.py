@@ -19,9 +19,10 @@ the store's meta table, as core_nodeadmin keeps the nodes' states).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
@@ -46,6 +47,16 @@ _HELD_REASONS = ("Resources", "PartitionConfig")
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(list[AdvanceReservation]).decode
+
+
+@contextlib.contextmanager
+def _logged(action: str, who: Identity, fields: dict[str, str]) -> Iterator[None]:
+    """A refused reservation request is logged (bounded: a hostile request may be long)."""
+    try:
+        yield
+    except RequestError as exc:
+        log.warning("reservation %s by %s refused: %s (%.200r)", action, who.user, exc, fields)
+        raise
 
 
 class AdvanceReservations:
@@ -82,6 +93,20 @@ class AdvanceReservations:
     def create_reservation(self, fields: dict[str, str], who: Identity, now: float,
                            user_exists: Callable[[str], bool] = lambda _name: True) -> str:
         """scontrol create reservation: the new reservation's name."""
+        with _logged("create", who, fields):
+            return self._resv_create(fields, who, now, user_exists)
+
+    def update_reservation(self, fields: dict[str, str], who: Identity, now: float,
+                           user_exists: Callable[[str], bool] = lambda _name: True) -> None:
+        with _logged("update", who, fields):
+            self._resv_update(fields, who, now, user_exists)
+
+    def delete_reservation(self, name: str, who: Identity, now: float) -> None:
+        with _logged("delete", who, {"ReservationName": name}):
+            self._resv_delete(name, who, now)
+
+    def _resv_create(self, fields: dict[str, str], who: Identity, now: float,
+                     user_exists: Callable[[str], bool]) -> str:
         self._resv_admin(who)
         known = {k.lower(): v for k, v in fields.items()}
         name = known.get("reservationname") or known.get("reservation") or self._resv_new_name(who)
@@ -104,8 +129,8 @@ class AdvanceReservations:
         self._resv_changed(now)
         return name
 
-    def update_reservation(self, fields: dict[str, str], who: Identity, now: float,
-                           user_exists: Callable[[str], bool] = lambda _name: True) -> None:
+    def _resv_update(self, fields: dict[str, str], who: Identity, now: float,
+                     user_exists: Callable[[str], bool]) -> None:
         self._resv_admin(who)
         known = {k.lower(): v for k, v in fields.items()}
         name = known.get("reservationname") or known.get("reservation") or ""
@@ -119,7 +144,7 @@ class AdvanceReservations:
         log.info("reservation %s updated by %s", name, who.user)
         self._resv_changed(now)
 
-    def delete_reservation(self, name: str, who: Identity, now: float) -> None:
+    def _resv_delete(self, name: str, who: Identity, now: float) -> None:
         self._resv_admin(who)
         record = self.resv.get(name)
         if record is None:
@@ -237,7 +262,6 @@ class AdvanceReservations:
     def _resv_admin(self, who: Identity) -> None:
         """Operators and Administrators (and root, SlurmUser) only, as Slurm's controller."""
         if not authz.is_operator(who, self.accounts):
-            log.warning("reservation request from %s (uid %s) refused: not an operator", who.user, who.uid)
             raise authz.denied(authz.USER_ID_MISSING)  # (Slurm's words for it here)
 
     def _resv_new_name(self, who: Identity) -> str:

@@ -105,7 +105,7 @@ def test_create_refusals_have_slurms_words(message: str, fields: dict[str, str])
     _refused(message, **base)
 
 
-def test_only_operators_change_reservations() -> None:
+def test_only_operators_change_reservations(caplog: pytest.LogCaptureFixture) -> None:
     core, service = _core()
     for action, fields in (("create", {"StartTime": "now", "Duration": "5", "NodeCnt": "1", "Users": "alice"}),
                            ("update", {"ReservationName": "x", "Duration": "5"}), ("delete", {})):
@@ -113,6 +113,7 @@ def test_only_operators_change_reservations() -> None:
             _resv(service, action, who=ALICE, name="x", **fields)
     assert core.resv == {}
     assert _resv(service, "show", who=ALICE)["reservations"] == []  # (anyone may look)
+    assert "reservation delete by alice refused: Invalid user id" in caplog.text
 
 
 def test_overlap_and_maint_may_share_nodes_and_running_jobs_make_nodes_busy() -> None:
