@@ -239,6 +239,19 @@ def _conf_lines(path: str, depth: int = 0, seen: tuple[str, ...] = ()) -> list[s
     return lines
 
 
+def conf_value(path: str, key: str) -> str | None:
+    """One slurm.conf key as a command reads it (the last line that sets it, Include files
+    spliced in; keys are case-insensitive): srun's MpiDefault."""
+    value = None
+    lowered = key.lower()
+    for line in _conf_lines(path):
+        for token in line.split():
+            name, sep, rest = token.partition("=")
+            if sep and name.lower() == lowered:
+                value = rest
+    return value
+
+
 def client_auth(settings: ClientSettings) -> auth.AuthPlugin:
     """This process's credentials for the cluster that ``settings`` describe."""
     try:
