@@ -120,6 +120,8 @@ def job_variables(job: dict[str, Any], node_name: str, *, cluster: str, conf_pat
         "SLURM_WORKING_CLUSTER": f"{cluster}:{ctld_host}:{ctld_port}:9728:109",
     }
     env.update(gpu_variables(job, node_index, binding=binding))
+    if spec.get("overcommit"):  # -O (issue 14, timeprio): as the real 22.05 sets it
+        env["SLURM_OVERCOMMIT"] = "1"
     if spec.get("reservation"):  # --reservation (issue 14): as the real 22.05 sets it
         env["SLURM_JOB_RESERVATION"] = spec["reservation"]
     if spec.get("mem_per_node"):

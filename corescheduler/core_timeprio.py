@@ -110,11 +110,16 @@ class TimePriority:
 
     # ------------------------------------------------------------------ start
     def timeprio_start(self, job: Job, alloc: Any, now: float) -> bool:
-        """A job about to start on ``alloc`` (already allocated, state RUNNING): True when it
-        can no longer end by its --deadline, and has ended DEADLINE instead (the allocation
-        given back, nothing launched).  A job with --time-min and --deadline starts with its
-        limit cut to what is left before the deadline."""
+        """A job about to start on ``alloc`` (already allocated, state RUNNING): -O lays its
+        tasks out; True when it can no longer end by its --deadline, and has ended DEADLINE
+        instead (the allocation given back, nothing launched).  A job with --time-min and
+        --deadline starts with its limit cut to what is left before the deadline."""
         spec = job.spec
+        if spec.overcommit and spec.ntasks and len(alloc.tasks) and not spec.ntasks_per_node:
+            # -O: the CPUs of one task per node, the tasks all the same (SLURM_TASKS_PER_NODE=2 for
+            # -n2 -O on one node, measured), dealt evenly over the nodes.
+            share, extra = divmod(spec.ntasks, len(alloc.tasks))
+            alloc.tasks[:] = [share + (1 if i < extra else 0) for i in range(len(alloc.tasks))]  # (frozen)
         if spec.deadline is None:
             return False
         if not self._can_end_in_time(job, now):

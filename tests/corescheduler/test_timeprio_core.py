@@ -146,7 +146,7 @@ def test_spread_use_min_nodes_and_overcommit_shape_the_allocation() -> None:
     fewest = _started(core, _submit(service, ntasks=4, nodes_min=1, nodes_max=3, use_min_nodes=True))
     assert (len(fewest.nodes), sum(fewest.cpus)) == (1, 4)  # measured: NumNodes=1 NumCPUs=4
     over = _started(core, _submit(service, ntasks=8, nodes_min=1, nodes_max=1, overcommit=True))
-    assert over.cpus == [1]  # measured: NumCPUs=1 NumTasks=8
+    assert (over.cpus, over.tasks) == ([1], [8])  # measured: NumCPUs=1 NumTasks=8 (SLURM_TASKS_PER_NODE)
 
 
 # ---------------------------------------------------------------- --no-kill

@@ -51,11 +51,11 @@ def test_nodefile_deadline_and_overcommit_act(cluster: Cluster, tmp_path: Path) 
     assert sacct == ["DEADLINE", "1:0"]  # as sacct shows it (scontrol: 0:1)
 
     # -O: 4 tasks on one CPU of one node, and srun runs all four.
-    over = cluster.sbatch("-O", "-N1", "-n4", "-o", str(tmp_path / "over.out"), "--wrap", "srun hostname | wc -l",
-                          cwd=tmp_path)
+    script = 'echo "$SLURM_OVERCOMMIT $SLURM_TASKS_PER_NODE"; srun hostname | wc -l'
+    over = cluster.sbatch("-O", "-N1", "-n4", "-o", str(tmp_path / "over.out"), "--wrap", script, cwd=tmp_path)
     job = cluster.wait_state(over, "COMPLETED")
     assert job["cpus"] == [1]
-    assert (tmp_path / "over.out").read_text().strip() == "4"
+    assert (tmp_path / "over.out").read_text().split() == ["1", "4", "4"]  # (reference env_options.out)
 
 
 def test_scontrol_shows_the_time_fields_as_slurm(cluster: Cluster, tmp_path: Path) -> None:
