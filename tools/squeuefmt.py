@@ -71,6 +71,14 @@ def _spec(job: dict) -> dict:
     return job.get("spec") or {}
 
 
+def _min_cpus_node(spec: dict) -> int:
+    """squeue %c: the job's MinCPUsNode (CPUs per task x tasks per node, or --mincpus if more;
+    measured on 22.05.8: -n2 -c2 --ntasks-per-node=2 shows 4, -n1 --mincpus=3 shows 3)."""
+    from plurm.tools.showtopology import min_cpus_node
+
+    return min_cpus_node(spec, (spec.get("cpus_per_task") or 1) * (spec.get("ntasks_per_node") or 1))
+
+
 def _is_meta(job: dict) -> bool:
     return bool(job.get("array_pending"))
 
@@ -261,7 +269,7 @@ FIELDS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "b": ("TRES_PER_NODE", ("tres-per-node", "gres"), lambda j, c: (_tres_per_node(j), True)),
     "B": ("EXEC_HOST", ("batchhost",), lambda j, c: (
         (j.get("nodes") or ["n/a"])[0] if job_state(j) != "PENDING" else "n/a", True)),
-    "c": ("MIN_CPUS", ("mincpus",), lambda j, c: (str(_spec(j).get("cpus_per_task") or 1), True)),
+    "c": ("MIN_CPUS", ("mincpus",), lambda j, c: (str(_min_cpus_node(_spec(j))), True)),  # = MinCPUsNode
     "C": ("CPUS", ("numcpus",), lambda j, c: (str(_num_cpus(j)), True)),
     "d": ("MIN_TMP_DISK", ("mintmpdisk",), lambda j, c: ("0", True)),
     "D": ("NODES", ("numnodes",), lambda j, c: (str(_num_nodes(j)), True)),

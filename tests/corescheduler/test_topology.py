@@ -201,3 +201,13 @@ def test_extra_node_info_and_hostile_values() -> None:
     with pytest.raises(OptionError) as err:
         _spec(["-B", "2:z"])
     assert err.value.lines == ['sbatch: error: Invalid numeric value "z" for second arg of -B.']
+
+
+@pytest.mark.parametrize("argv,shown", [  # squeue -o %c on the anchor, held jobs (22.05.8)
+    (["-n1", "--mincpus=3"], "3"), (["-n2", "-c2", "--ntasks-per-node=2"], "4"),
+    (["-n1", "-c2", "--mincpus=3"], "3"), (["-n1"], "1"),
+])
+def test_squeue_min_cpus_is_min_cpus_node(argv: list[str], shown: str) -> None:
+    from plurm.tools.squeuefmt import _min_cpus_node
+
+    assert str(_min_cpus_node(_spec(argv)[1])) == shown
