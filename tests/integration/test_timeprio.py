@@ -70,3 +70,29 @@ def test_scontrol_shows_the_time_fields_as_slurm(cluster: Cluster, tmp_path: Pat
     assert "Priority=4242 " in cluster.run("scontrol", "show", "job", str(prio), check=True).stdout
     assert cluster.run("squeue", "-h", "-j", str(prio), "-o", "%Q", check=True).stdout.strip() == "4242"
     cluster.run("scancel", str(job_id), str(prio), check=True)
+
+
+@pytest.mark.slow
+def test_no_kill_keeps_a_job_running_when_a_node_fails(tmp_path: Path) -> None:
+    """-k: kill -9 the plurmd of a job's second node; after SlurmdTimeout the node is DOWN and
+    the job runs on, on its batch host alone (without -k, --no-requeue: NODE_FAIL)."""
+    import os
+    import signal
+
+    c = start_cluster(tmp_path / "c", nodes=2, cpus=2, memory=2000)
+    try:
+        c.down()
+        c.conf.write_text(c.conf.read_text().replace("SlurmdTimeout=300", "SlurmdTimeout=6"))
+        c.up()
+        kept = c.sbatch("-N2", "-k", "--wrap", "sleep 120", cwd=tmp_path)
+        lost = c.sbatch("-N2", "-n2", "--no-requeue", "--wrap", "sleep 120", cwd=tmp_path)
+        assert c.wait_state(kept, "RUNNING")["nodes"] == ["n1", "n2"]
+        c.wait_state(lost, "RUNNING")  # (2 CPUs a node: both fit)
+        os.kill(int((c.dir / "run" / "plurmd-n2.pid").read_text()), signal.SIGKILL)
+        c.wait_state(lost, "NODE_FAIL", timeout=60)
+        job = c.job(kept)
+        assert (job["state"], job["nodes"]) == ("RUNNING", ["n1"])
+        c.run("scancel", str(kept), check=True)
+        c.wait_state(kept, "CANCELLED")
+    finally:
+        c.down()
