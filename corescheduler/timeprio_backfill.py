@@ -25,7 +25,8 @@ def shorten_to_start(planner: Any, cands: Any, demand: Demand, job: Job, length:
     """``found`` and ``length`` unchanged, or a start now with the longest limit down to
     --time-min that allows one (the job's time limit is lowered to it)."""
     time_min = job.spec.time_min
-    if found[0] == 0 or time_min is None:
+    if found[0] == 0 or time_min is None or len(job.array_pending) > 1:
+        # (an array's pending record lends its limit to each task it splits off: not shortened)
         return (*found, length)
     profile = planner.p
     low, high = profile.slots_for(time_min), length - 1
