@@ -364,6 +364,33 @@ def parse_cpu_freq(value: str, opt: str = "cpu-freq") -> str:
     if not ok:
         raise OptionValueError("Invalid --cpu-freq argument", 255,
                                pre_errors=[f'unrecognized --cpu-freq argument "{value}"'])
+    if len(parts) == 2 and _cpu_freq_rank(parts[0]) > _cpu_freq_rank(parts[1]):
+        # 22.05 (observed): "high-low" refused; the words rank above any kHz number, in their own
+        # order (low, medium, high, highm1), as slurm encodes them
+        raise OptionValueError("Invalid --cpu-freq argument", 255,
+                               pre_errors=[f"min cpu-frec ({parts[0]}) must be < max cpu-freq ({parts[1]})"])
+    return value
+
+
+def _cpu_freq_rank(part: str) -> int:
+    return int(part) if part.isdigit() else 0x80000001 + _CPU_FREQ_WORDS.index(part.lower())
+
+
+_GPU_FREQ_WORDS = ("low", "medium", "high", "highm1")
+
+
+def parse_gpu_freq(value: str, opt: str = "gpu-freq") -> str:
+    """[[memory=]value][,[memory=]value][,verbose]: value low|medium|high|highm1 or MHz.
+    Refused as 22.05.8's sbatch, srun and salloc word it (exit 255)."""
+    for item in value.split(","):
+        kind, eq, level = item.partition("=")
+        if not eq and kind.lower() == "verbose":
+            continue
+        if eq and kind.lower() not in ("memory", "graphics"):
+            level = ""
+        word = (level if eq else kind).lower()
+        if not (word.isdigit() or word in _GPU_FREQ_WORDS):
+            raise OptionValueError(f"Invalid --gpu-freq argument: gpu:{value}", 255)
     return value
 
 
@@ -431,7 +458,11 @@ def parse_switches(value: str, opt: str = "switches") -> dict[str, Any]:
     n, rest = _strtol(count)
     if n is None or rest:
         raise OptionValueError(f'Invalid numeric value "{count}" for --switches.', 1)
-    return {"count": n, "max_wait_minutes": parse_time(wait, opt) if at else None}
+    try:
+        minutes = parse_time(wait, opt) if at else None
+    except OptionValueError:  # 22.05 (observed): a bad wait is no wait given (MaxSwitchWait's 5 min)
+        minutes = None
+    return {"count": n, "max_wait_minutes": minutes}
 
 
 def parse_string(value: str, opt: str = "") -> str:

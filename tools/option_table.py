@@ -1,0 +1,147 @@
+"""docs/compatibility.md's table of every sbatch, srun and salloc option and what plurm does with it.
+
+``python -m plurm.tools.option_table`` rewrites the section "## Every sbatch, srun and salloc
+option" of docs/compatibility.md from the option table (grammar/options.py) and from what the
+commands act on (tools/jobspec.py's ``_HANDLED`` and ``_NO_EFFECT``); ``--print`` only prints it.
+tests/tools/test_option_table.py fails when an option is missing from the page, or when the page
+says "acts" for an option sbatch still warns about.
+
+Issue 14's areas land one by one: an option of an area whose ``_HANDLED`` line does not name it
+yet is "(issue 14: in progress)" here, so regenerating after each landing keeps the page true.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from plurm.grammar.options import ALL_OPTIONS, Option
+from plurm.tools import jobspec
+
+HEADING = "## Every sbatch, srun and salloc option"
+DOC = Path(__file__).resolve().parents[1] / "docs" / "compatibility.md"
+
+# The other areas of issue 14 and their options (their status comes from jobspec._HANDLED).
+AREAS = {
+    "reservations": {"reservation"}, "licenses": {"licenses"}, "mail": {"mail-type", "mail-user"},
+    "topology": {"sockets-per-node", "cores-per-socket", "threads-per-core", "ntasks-per-core", "ntasks-per-socket",
+                 "ntasks-per-gpu", "hint", "mincpus", "core-spec", "thread-spec", "extra-node-info"},
+    "binding": {"cpu-bind", "distribution", "mem-bind", "gpu-bind", "gres-flags", "gpus-per-socket"},
+    "timeprio": {"time-min", "deadline", "priority", "prefer", "tmp", "overcommit", "spread-job", "use-min-nodes",
+                 "no-kill", "nodefile", "wait-all-nodes", "delay-boot"},
+    "mpi": {"mpi"}, "hetjob": {"het-group"},
+}
+
+# Issue 14 item 8 (tools/options_rest.py, corescheduler/core_rest.py): as the real 22.05 does
+# without the plugin or hardware, compared in tests/tools/test_options_rest.py.
+_AS_SLURM = "acts (as Slurm without the plugin: "
+REST = {
+    "cpu-freq": _AS_SLURM + "no cpufreq here)", "gpu-freq": _AS_SLURM + "no GPU clock control)",
+    "switches": _AS_SLURM + "topology/none)", "bb": _AS_SLURM + "no burst buffer)",
+    "bbf": _AS_SLURM + "no burst buffer)", "container": _AS_SLURM + "no oci.conf)",
+    "clusters": "acts (one cluster)", "cluster-constraint": _AS_SLURM + "no federation)",
+    "network": _AS_SLURM + "no switch plugin)", "power": _AS_SLURM + "no power plugin)",
+    "context": _AS_SLURM + "no SELinux)", "batch": _AS_SLURM + "no node_features)",
+    "reboot": "partly", "x11": "refused (as Slurm without a display; plurm forwards no X11)",
+}
+NOTES = {
+    "cpu-freq": "SLURM_CPU_FREQ_REQ in the job, `CPU_min_freq`/`CPU_max_freq`/`Governor` in scontrol show job; "
+                "22.05's refusals (`high-low`, unknown words); no frequency is set (no cpufreq in sysfs)",
+    "gpu-freq": "SLURM_GPU_FREQ (sbatch, salloc), `TresFreq=gpu:...`; 22.05's refusal of a bad value",
+    "switches": "`Switches=N@HH:MM:SS` (MaxSwitchWait 5 min by default); placement unchanged",
+    "bb": "`BurstBuffer=` shown, the job runs", "bbf": "accepted, nothing shown, the job runs",
+    "container": "the job runs uncontained with SLURM_CONTAINER and `Container=`; salloc refuses it without "
+                 "LaunchParameters=use_interactive_step",
+    "clusters": "this cluster's name (or `all`): `Submitted batch job N on cluster NAME`; any other: 22.05's "
+                "\"No cluster 'X' known by database.\" (exit 1 when none is known)",
+    "cluster-constraint": "`ClusterFeatures=` shown", "network": "`Network=` shown; salloc sets SLURM_NETWORK",
+    "power": "`Power=LEVEL`; another word: \"Ignoring unrecognized power option\" (sbatch twice, as 22.05)",
+    "context": "kept, no effect", "batch": "refused at submission: \"Job --batch option is invalid or not a subset "
+                                          "of --constraints\"",
+    "reboot": "`Reboot=1` and whole nodes (`OverSubscribe=NO`) as 22.05 shows; plurm does not reboot the nodes "
+              "before the job (not compared: a reboot of the anchor's shared nodes was not run)",
+    "x11": "22.05's refusals: no DISPLAY, no local socket, no xauth cookie (exit 255); past them plurm refuses too",
+    "wait": "sbatch waits for the job and exits with its code",
+}
+# Options of srun and salloc only, that the commands act on themselves or not yet.
+OWN = {
+    "jobid": ("acts", "a step in an existing allocation"),
+    "interactive": ("no effect yet", "salloc's interactive step passes `--overlap` instead"),
+}
+NOT_YET = "no effect yet"
+# Of jobspec._NO_EFFECT, those that do act (elsewhere than a JobSpec field).
+KEPT = {
+    "quiet": ("acts", ""), "verbose": ("acts", ""), "job-name": ("acts", ""),
+    "kill-on-invalid-dep": ("acts", "read by the controller from the kept options (corescheduler/core.py)"),
+}
+
+
+def status(opt: Option) -> tuple[str, str]:
+    """(status, note) of one row of the option table."""
+    key = opt.key
+    if key == "wait" and "sbatch" not in opt.commands:
+        return NOT_YET, "srun: the step is not ended N s after its first task"
+    if key in REST:
+        return REST[key], NOTES.get(key, "")
+    if key in KEPT:
+        return KEPT[key]
+    if key in jobspec._NO_EFFECT:
+        return "no effect (kept, no warning)", "listed in tools/jobspec.py's _NO_EFFECT"
+    for area, keys in AREAS.items():
+        if key in keys:
+            if key in jobspec._HANDLED:
+                return f"acts (issue 14: {area})", ""
+            return "(issue 14: in progress)", f"area {area}"
+    if key in jobspec._HANDLED:
+        return "acts", NOTES.get(key, "")
+    if key in OWN:
+        return OWN[key]
+    return NOT_YET, "accepted; plurm's command does not act on it yet"
+
+
+def rows() -> list[tuple[str, str, str, str]]:
+    out = []
+    for opt in ALL_OPTIONS:
+        name = f"`--{opt.name}`" + (f", `-{opt.short}`" if opt.short else "")
+        if opt.key != opt.name:
+            name += f" (= `--{opt.key}`)"
+        commands = ", ".join(p for p in ("sbatch", "srun", "salloc") if p in opt.commands)
+        out.append((name, commands, *status(opt)))
+    return out
+
+
+def markdown() -> str:
+    lines = [HEADING, "<!-- generated by `python -m plurm.tools.option_table`; checked by "
+             "tests/tools/test_option_table.py -->", "",
+             "Every option the three commands accept (grammar/options.py), with what plurm does with it. "
+             "`acts (as Slurm without the plugin: ...)`: plurm does what the real 22.05 does on a cluster "
+             "without that plugin or hardware, compared on the anchor (tests/tools/test_options_rest.py). "
+             "sbatch warns \"accepts but does not act on\" for what it does not act on.", "",
+             "| option | commands | status | note |", "|---|---|---|---|"]
+    lines += [f"| {' | '.join(row)} |" for row in rows()]
+    return "\n".join(lines) + "\n"
+
+
+def update(path: Path = DOC) -> None:
+    """Replace the section (up to the next ``## `` heading), or append it."""
+    text = path.read_text()
+    start = text.find(HEADING + "\n")
+    if start < 0:
+        text = text.rstrip("\n") + "\n\n" + markdown()
+    else:
+        end = text.find("\n## ", start + len(HEADING))
+        text = text[:start] + markdown() + (text[end + 1:] if end >= 0 else "")
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--print" in argv:
+        sys.stdout.write(markdown())
+    else:
+        update()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
