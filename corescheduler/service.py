@@ -294,7 +294,12 @@ class Service:
         elif msg.action == "delete":
             self.core.delete_reservation(msg.name or "", who, now)
         elif msg.action == "show":
-            return {"reservations": self.core.reservation_records(msg.name, now), "now": now}
+            records = self.core.reservation_records(msg.name, now)
+            if self.private("reservations", who):  # PrivateData=reservations: only those they may use
+                book = self.core.accounts
+                records = [r for r in records if who.user in r["users"]
+                           or any(book.has_association(who.user, a) for a in r["accounts"])]
+            return {"reservations": records, "now": now}
         else:
             raise RequestError(f"unknown reservation action {msg.action!r}", "MalformedMessage")
         return {"ok": True}

@@ -213,3 +213,12 @@ def test_reservations_survive_a_restart_through_the_store_text() -> None:
     broken, _ = _core()
     broken.restore_reservations("[{\"name\": 5}]", T0)  # logged, nothing restored
     assert broken.resv == {}
+
+
+def test_private_data_reservations_shows_users_only_theirs() -> None:
+    core, service = _core()
+    core.settings.private_data = frozenset({"reservations"})
+    _resv(service, ReservationName="mine", StartTime="now", Duration="60", Nodes="n1", Users="alice")
+    _resv(service, ReservationName="other", StartTime="now", Duration="60", Nodes="n2", Users="bob")
+    assert [r["name"] for r in _resv(service, "show", who=ALICE)["reservations"]] == ["mine"]
+    assert [r["name"] for r in _resv(service, "show")["reservations"]] == ["mine", "other"]  # an operator

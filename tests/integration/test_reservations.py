@@ -48,6 +48,10 @@ def test_a_maintenance_reservation_holds_its_node_for_its_jobs(fresh_cluster: Cl
     assert "   Reservation=maint\n" in c.run("scontrol", "show", "job", str(inside), check=True).stdout
     assert c.run("sacct", "-X", "-n", "-P", "-j", str(inside), "-o", "Reservation", check=True).stdout == "maint\n"
     assert c.run("squeue", "-h", "-j", str(wide), "-o", "%v", check=True).stdout == "(null)\n"
+    # salloc names it too (tests/tools/reference/reservations/session5_env.txt).
+    shell = c.run("salloc", "--reservation=maint", "sh", "-c", "echo $SLURM_JOB_NODELIST $SLURM_JOB_RESERVATION",
+                  cwd=tmp_path, check=True)
+    assert shell.stdout == "n1 maint\n"
     refused = c.run("sbatch", "--reservation=nosuch", "--wrap", "true", cwd=tmp_path)
     assert (refused.returncode, refused.stderr) == (
         1, "sbatch: error: Batch job submission failed: Requested reservation is invalid\n")
