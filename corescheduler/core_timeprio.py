@@ -71,28 +71,31 @@ class TimePriority:
 
     # ------------------------------------------------------------------ submission
     def timeprio_submit(self, job: Job, who: Identity, now: float) -> None:
-        """Refuse what Slurm refuses; fix an operator's --priority.  Called once the job
-        record exists (its time limit resolved) and before it is kept."""
+        """Refuse what Slurm refuses (logged); fix an operator's --priority.  Called once the
+        job record exists (its time limit resolved) and before it is kept."""
         spec = job.spec
         if spec.priority is not None or spec.priority_top:
             if not self.privileged(who):
-                log.info("job submission by uid %s: --priority refused (not an operator)", who.uid)
+                _refused(who, "--priority by a user who is no operator")
                 raise authz.denied()
             if not spec.priority_top and not 0 <= (spec.priority or 0) <= MAX_JOB_PRIORITY:
-                raise RequestError("Invalid job priority", "InvalidPriority")  # (a hostile value)
+                _refused(who, f"--priority={spec.priority}")
+                raise RequestError("Invalid job priority", "InvalidPriority")  # (sbatch itself bounds it)
             job.priority = TOP_JOB_PRIORITY if spec.priority_top else int(spec.priority or 0)
             job.priority_set = True  # as scontrol update Priority=: not recomputed
-        if spec.deadline is not None and spec.deadline <= now:
-            raise RequestError(INVALID_TIME_LIMIT, "InvalidTimeLimit")  # (a deadline already past)
-        if spec.time_min is not None:
-            if job.time_limit is not None and spec.time_min > job.time_limit:
-                raise RequestError(INVALID_TIME_MIN, "InvalidTimeMin")
-            if spec.deadline is not None and now + spec.time_min * 60 > spec.deadline:
-                raise RequestError(INVALID_TIME_MIN, "InvalidTimeMin")
+        if spec.deadline is not None and not spec.deadline > now:  # (past, or no number: NaN)
+            _refused(who, f"--deadline={spec.deadline} is not after now")
+            raise RequestError(INVALID_TIME_LIMIT, "InvalidTimeLimit")
+        if spec.time_min is not None and (
+                spec.time_min < 0 or (job.time_limit is not None and spec.time_min > job.time_limit)
+                or (spec.deadline is not None and now + spec.time_min * 60 > spec.deadline)):
+            _refused(who, f"--time-min={spec.time_min} beyond the limit {job.time_limit} or the deadline")
+            raise RequestError(INVALID_TIME_MIN, "InvalidTimeMin")
         if spec.tmp_disk:
             partition = self.partitions[job.partition]
             small = set(small_tmp_nodes(self.scheduler, spec.tmp_disk))
             if sum(1 for name in partition.nodes if name not in small) < max(spec.nodes_min, 1):
+                _refused(who, f"--tmp={spec.tmp_disk}: too few nodes with that TmpDisk")
                 raise RequestError("Requested node configuration is not available", "ConfigUnavailable",
                                    "Temporary disk specification can not be satisfied")
         if spec.prefer:
@@ -104,6 +107,7 @@ class TimePriority:
             except constraints.ConstraintError:
                 wanted = {""}
             if not wanted <= known:
+                _refused(who, f"--prefer={spec.prefer!r}: no such node features")
                 raise RequestError("Invalid preferred feature specification", "InvalidPreferFeature")
         if spec.deadline is not None:
             self._deadline_ids().add(job.job_id)
@@ -195,3 +199,7 @@ class TimePriority:
         log.info("job %s: node %s failed, removed from the job (--no-kill)", job.job_id, failed)
         self._save(job)
         return True
+
+
+def _refused(who: Identity, why: str) -> None:
+    log.info("job submission by uid %s refused: %s", who.uid, why)

@@ -70,6 +70,10 @@ def test_time_min_beyond_the_limit_or_the_deadline_is_refused() -> None:
         _submit(service, time_limit=10, time_min=20)
     with pytest.raises(RequestError, match="Invalid time-min"):
         _submit(service, time_limit=5, time_min=3, deadline=T0 + 60)
+    with pytest.raises(RequestError, match="Invalid time-min"):
+        _submit(service, time_limit=5, time_min=-1)  # (a hostile client's)
+    with pytest.raises(RequestError, match="Requested time limit is invalid"):
+        _submit(service, deadline=float("nan"))
     with pytest.raises(RequestError, match=r"Requested time limit is invalid \(missing or exceeds some limit\)"):
         _submit(service, deadline=T0 - 1)
 
