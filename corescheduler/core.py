@@ -421,7 +421,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
             else:
                 candidates.append((job, demand))
         candidates = self._license_gate(candidates, now)  # -L: reason Licenses, planned over time (core_licenses.py)
-        het_out = self._het_schedule(candidates, now)  # hetjobs: all components or none (core_hetjob.py)
+        het_out = self._het_schedule(candidates, now)  # hetjobs wait out of the pass (core_hetjob.py)
         before = {job.job_id: job.reason for job, _ in candidates}
         if self.settings.scheduler_type == "sched/backfill" and now >= self.next_backfill:
             self.next_backfill = now + max(self.backfill_params.interval_s, 0)
@@ -434,7 +434,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
             if self.settings.scheduler_type == "sched/backfill":
                 self.need_backfill = True
         self.resv_reasons(candidates, now)
-        out: list[Outgoing] = het_out
+        out: list[Outgoing] = self._het_start(het_out, now)  # all components or none, after the pass
         for job, demand in candidates:
             if job.state == model.PENDING and job.reason == REASON_RESOURCES:
                 out.extend(self._preempt_for(job, demand, now))

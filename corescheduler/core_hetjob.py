@@ -9,11 +9,13 @@ A mixin of ``ClusterCore`` (corescheduler/core.py), pure in the same way (the cl
 - **Submission**: every component is validated before any is created, so a refused
   component refuses the whole job.  The batch script is component 0's (it runs on its
   first node); the other components are allocations that the script's sruns use.
-- **Together or nothing**: ``_het_schedule`` (called by ``ClusterCore.schedule``) takes the
-  components out of the main pass and starts a hetjob only when all its components are
-  eligible and all fit at once (hetplace.py); until then none holds anything.  Unlike
-  Slurm, hetjobs are tried before the other jobs of a pass (leader priority first), and
-  backfill plans without the pending ones: a hetjob that does not fit now reserves nothing.
+- **Together or nothing**: ``_het_schedule`` (called by ``ClusterCore.schedule`` before its
+  main pass) and ``_het_start`` (after it) start a hetjob only when all its components are
+  eligible and all fit at once (hetplace.py); until then none holds anything.  In priority
+  order as the main pass: a hetjob first in line is tried before the pass, and if it does
+  not fit the jobs behind it in its partitions wait for Priority; one behind a job still
+  waiting for resources waits for Priority too.  Unlike Slurm, backfill neither starts
+  pending hetjobs early nor runs other jobs of a partition a waiting hetjob heads.
 - **Ends**: component 0's end ends the hetjob (its script is the job's life): the other
   components still allocated end with its state and exit code.  Cancelling a pending
   component alone is refused, as Slurm refuses it; a running one other than 0 may be.
@@ -28,6 +30,7 @@ from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.hetplace import place_together
 from plurm.corescheduler.identity import Identity
+from plurm.corescheduler.scheduler import REASON_PRIORITY, REASON_RESOURCES
 from plurm.wire import model
 from plurm.wire.model import Job, JobSpec
 
@@ -131,44 +134,105 @@ class HetJobs:
         return live
 
     def _het_schedule(self, candidates: list[tuple[Job, Any]], now: float) -> list[Outgoing]:
-        """The hetjob part of a pass: end what component 0's end ended, take the components
-        out of ``candidates`` (in place) and start each hetjob whose components all fit."""
+        """Before a pass: end what component 0's end ended, and take the hetjobs' components
+        out of ``candidates`` (in place).  A hetjob first in line in all its partitions
+        (priority, then id, as the main pass goes) is tried now: if it does not fit, the
+        jobs behind it there wait for Priority, as behind any job the main pass cannot start
+        (and backfill does not pass it: it plans nothing for hetjobs).  The others are tried
+        by ``_het_start`` after the pass."""
         out = self._het_ends(now)
+        groups = self._het_groups(candidates)
+        deferred: list[list[tuple[Job, Any]]] = []
+        if groups:
+            first: dict[str, tuple[int, int]] = {}
+            for job, _ in candidates:
+                first.setdefault(job.partition, (-job.priority, job.job_id))  # (in priority order)
+            self.scheduler.prepare()
+            for members in groups:
+                rank = _rank(members)
+                if any(first.get(job.partition, rank) < rank for job, _ in members):
+                    deferred.append(members)
+                    continue
+                reason = self._het_try(members, now, out)
+                if reason == REASON_RESOURCES:
+                    blocked = {job.partition for job, _ in members}
+                    behind = [(job, d) for job, d in candidates if job.partition in blocked]
+                    candidates[:] = [(job, d) for job, d in candidates if job.partition not in blocked]
+                    for job, _ in behind:
+                        if job.reason != REASON_PRIORITY:
+                            job.reason = REASON_PRIORITY
+                            self._save(job)
+        self.__dict__["_het_pass"] = (deferred, candidates)
+        return out
+
+    def _het_groups(self, candidates: list[tuple[Job, Any]]) -> list[list[tuple[Job, Any]]]:
+        """The hetjobs whose components are all candidates (all eligible), taken out of
+        ``candidates``; the others' components are taken out too: all wait."""
         if not any(job.spec.het_job_id is not None for job, _ in candidates):
-            return out
-        groups: dict[int, list[tuple[Job, Any]]] = {}
+            return []
+        by_leader: dict[int, list[tuple[Job, Any]]] = {}
         kept = []
         for job, demand in candidates:
             if job.spec.het_job_id is None:
                 kept.append((job, demand))
             else:  # (candidates are in priority order: so are the groups)
-                groups.setdefault(job.spec.het_job_id, []).append((job, demand))
+                by_leader.setdefault(job.spec.het_job_id, []).append((job, demand))
         candidates[:] = kept
-        self.scheduler.prepare()
-        for leader_id, members in groups.items():
+        groups = []
+        for members in by_leader.values():
             members.sort(key=lambda member: member[0].spec.het_job_offset)
-            size = members[0][0].spec.het_size
-            if [job.spec.het_job_offset for job, _ in members] != list(range(size)):
-                continue  # a component is held or waits (dependency, begin time): all wait
-            placed = place_together(self.scheduler, members)
-            if placed.allocations is None:
-                for job, _ in members:
-                    job.last_sched_eval = now
-                    if job.reason != placed.reason:
-                        job.reason = placed.reason
-                        self._save(job)
+            if [job.spec.het_job_offset for job, _ in members] == list(range(members[0][0].spec.het_size)):
+                groups.append(members)  # (else a component is held or waits: all wait)
+        return sorted(groups, key=_rank)
+
+    def _het_start(self, out: list[Outgoing], now: float) -> list[Outgoing]:
+        """After the main pass (and backfill), on what they left: the hetjobs that were not
+        first in line, unless a job of one of their partitions that comes first still waits
+        for resources (then they wait for Priority).  Returns ``out`` with the starts."""
+        deferred, others = self.__dict__.pop("_het_pass", ([], []))
+        if not deferred:
+            return out
+        first: dict[str, tuple[int, int]] = {}
+        for job, _ in others:
+            if job.reason in (REASON_RESOURCES, REASON_PRIORITY):
+                rank = (-job.priority, job.job_id)
+                if job.partition not in first or rank < first[job.partition]:
+                    first[job.partition] = rank
+        self.scheduler.prepare()
+        for members in deferred:
+            rank = _rank(members)
+            if any(first.get(job.partition, rank) < rank for job, _ in members):
+                self._het_wait(members, REASON_PRIORITY, now)
                 continue
-            started: list[Outgoing] = []
-            for (job, _), alloc in zip(members, placed.allocations):
-                job.last_sched_eval = now
-                started.extend(self._start(job, alloc, now))
-            components = [model_dict(job) for job, _ in members]
-            for message in started:  # the batch script's environment names every component
-                if message.msg_type == "launch_job":
-                    message.body["job"]["het_components"] = components
-            log.info("hetjob %s: its %d components start together", leader_id, size)
-            out.extend(started)
+            if self._het_try(members, now, out) == REASON_RESOURCES:
+                for job, _ in members:  # what holds it back holds back those behind it
+                    first.setdefault(job.partition, rank)
         return out
+
+    def _het_try(self, members: list[tuple[Job, Any]], now: float, out: list[Outgoing]) -> str:
+        """Start every component now (their messages appended to ``out``) or none; the reason."""
+        placed = place_together(self.scheduler, members)
+        if placed.allocations is None:
+            self._het_wait(members, placed.reason, now)
+            return placed.reason
+        started: list[Outgoing] = []
+        for (job, _), alloc in zip(members, placed.allocations):
+            job.last_sched_eval = now
+            started.extend(self._start(job, alloc, now))
+        components = [model_dict(job) for job, _ in members]
+        for message in started:  # the batch script's environment names every component
+            if message.msg_type == "launch_job":
+                message.body["job"]["het_components"] = components
+        log.info("hetjob %s: its %d components start together", members[0][0].spec.het_job_id, len(members))
+        out.extend(started)
+        return "None"
+
+    def _het_wait(self, members: list[tuple[Job, Any]], reason: str, now: float) -> None:
+        for job, _ in members:
+            job.last_sched_eval = now
+            if job.reason != reason:
+                job.reason = reason
+                self._save(job)
 
     def _het_ends(self, now: float) -> list[Outgoing]:
         """Components still allocated (or pending) of a hetjob whose component 0 ended."""
@@ -190,6 +254,12 @@ class HetJobs:
             if all(job.state in model.FINISHED_STATES and not job.completing for job in members):
                 live.discard(leader_id)
         return out
+
+
+def _rank(members: list[tuple[Job, Any]]) -> tuple[int, int]:
+    """A hetjob's place in the pass: its leader's priority, then id."""
+    leader = members[0][0]
+    return (-leader.priority, leader.job_id)
 
 
 def model_dict(job: Job) -> dict[str, Any]:

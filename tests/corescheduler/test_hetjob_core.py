@@ -75,7 +75,8 @@ def test_nothing_starts_until_every_component_fits_and_nothing_is_held_meanwhile
     small = service.submit(protocol.SubmitJob(spec=JobSpec(script=SCRIPT, ntasks=4, time_limit=10)),
                            ALICE, T0 + 2)["job_id"]
     core.schedule(T0 + 2)
-    assert core.jobs[small].state == model.RUNNING  # the node was free for others
+    # The hetjob heads the queue: a later job waits behind it, as behind any job that waits.
+    assert core.jobs[small].state == model.PENDING and core.jobs[small].reason == "Priority"
     _cancel(service, str(small), T0 + 3)
     core.job_ended(blocker, 0, 0, T0 + 4, T0 + 4, node=core.jobs[blocker].nodes[0])
     core.schedule(T0 + 4)
@@ -149,3 +150,33 @@ def test_a_refused_component_refuses_the_whole_job_and_arrays_are_refused() -> N
     job_id = service.submit(protocol.SubmitJob(spec=JobSpec(script=SCRIPT, het_job_id=5, het_size=2)),
                             ALICE, T0)["job_id"]
     assert core.jobs[job_id].spec.het_job_id is None
+
+
+def test_a_hetjob_does_not_jump_a_queue_of_higher_priority() -> None:
+    core, service = _core()
+    big = service.submit(protocol.SubmitJob(spec=JobSpec(script=SCRIPT, nodes_min=3, exclusive=True,
+                                                         time_limit=10)), ALICE, T0)["job_id"]
+    core.schedule(T0)
+    waiting = service.submit(protocol.SubmitJob(spec=JobSpec(script=SCRIPT, nodes_min=3, exclusive=True,
+                                                             time_limit=10)), ALICE, T0)["job_id"]
+    leader = _submit(service, {"ntasks": 1}, {"ntasks": 1})["job_id"]
+    core.schedule(T0 + 1)
+    assert core.jobs[waiting].reason == "Resources"
+    # (same priority, later id): behind the waiting job, as any job of the partition would be
+    assert [core.jobs[leader + k].reason for k in (0, 1)] == ["Priority", "Priority"]
+    core.job_ended(big, 0, 0, T0 + 2, T0 + 2, node=core.jobs[big].nodes[0])
+    core.schedule(T0 + 2)
+    assert core.jobs[waiting].state == model.RUNNING
+    core.job_ended(waiting, 0, 0, T0 + 3, T0 + 3, node=core.jobs[waiting].nodes[0])
+    core.schedule(T0 + 3)
+    assert [core.jobs[leader + k].state for k in (0, 1)] == [model.RUNNING, model.RUNNING]
+
+
+def test_a_hetjob_behind_jobs_that_start_starts_in_the_same_pass() -> None:
+    core, service = _core()
+    before = service.submit(protocol.SubmitJob(spec=JobSpec(script=SCRIPT, ntasks=4, time_limit=10)),
+                            ALICE, T0)["job_id"]
+    leader = _submit(service, {"ntasks": 1}, {"ntasks": 4})["job_id"]
+    core.schedule(T0)
+    assert [core.jobs[j].state for j in (before, leader, leader + 1)] == [model.RUNNING] * 3
+    assert set(core.jobs[before].nodes).isdisjoint(core.jobs[leader + 1].nodes)
