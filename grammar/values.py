@@ -456,8 +456,10 @@ def parse_switches(value: str, opt: str = "switches") -> dict[str, Any]:
     """count[@max-time-to-wait]."""
     count, at, wait = value.partition("@")
     n, rest = _strtol(count)
-    if n is None or rest:
+    if n is None or rest or n < 0:
         raise OptionValueError(f'Invalid numeric value "{count}" for --switches.', 1)
+    if n > 0xFFFFFFFF:  # (sic, 22.05.8's words; strtol's value, saturated at LONG_MAX)
+        raise OptionValueError(f"Numeric argument ({min(n, 2**63 - 1)}) to big for --switches.", 1)
     try:
         minutes = parse_time(wait, opt) if at else None
     except OptionValueError:  # 22.05 (observed): a bad wait is no wait given (MaxSwitchWait's 5 min)

@@ -80,7 +80,7 @@ def spec_fields(options: dict[str, Any]) -> dict[str, Any]:
     if isinstance(options.get("power"), str) and options["power"].lower() == "level":
         spec["power"] = "LEVEL"  # (sbatch_cli warned about and dropped any other word)
     switches = options.get("switches")
-    if isinstance(switches, dict):
+    if isinstance(switches, dict) and switches["count"] < 0xFFFFFFFE:  # (22.05: 0xfffffffe up is "not set")
         spec["switches"] = switches["count"]
         minutes = switches.get("max_wait_minutes")
         spec["switch_wait_s"] = DEFAULT_SWITCH_WAIT_S if minutes is None else int(minutes) * 60
@@ -111,7 +111,7 @@ def check_clusters(prog: str, options: dict[str, Any], cluster_name: str | None 
         from plurm.wire.client import read_settings
 
         cluster_name = read_settings().cluster_name
-    names = [n.strip() for n in given.split(",") if n.strip()]
+    names = list(dict.fromkeys(n.strip() for n in given.split(",")))  # (22.05: -M , is one cluster '')
     lines = [f"{prog}: error: No cluster '{n}' known by database." for n in names
              if n != cluster_name and n.lower() != "all"]
     if len(lines) == len(names):

@@ -54,6 +54,13 @@ def test_gpu_freq_and_switches_values() -> None:
         assert str(err.value.args[0]) == f"Invalid --gpu-freq argument: gpu:{bad}"
     assert parse_switches("1@bad") == {"count": 1, "max_wait_minutes": None}  # 22.05: 1@00:05:00
     assert parse_switches("2@1:00") == {"count": 2, "max_wait_minutes": 1}
+    for bad, line in (("-1", 'Invalid numeric value "-1" for --switches.'), ("abc", 'Invalid numeric value "abc" '
+                      "for --switches."), ("99999999999999999999", "Numeric argument (9223372036854775807) to big "
+                                                                   "for --switches.")):
+        with pytest.raises(OptionValueError) as err:
+            parse_switches(bad)
+        assert str(err.value) == line and err.value.exit_code == 1  # (observed on the anchor)
+    assert "switches" not in _spec(["--switches=4294967295"])  # accepted, not shown (22.05: "not set")
 
 
 def test_the_options_become_fields_and_variables_not_warnings() -> None:
@@ -77,6 +84,9 @@ def test_clusters_known_and_unknown(capsys: pytest.CaptureFixture[str]) -> None:
     assert rest.check_clusters("sbatch", {"clusters": "anchor"}, "anchor") == "anchor"
     assert rest.check_clusters("srun", {"clusters": "anchor,other"}, "anchor") == "anchor"
     assert capsys.readouterr().err == "srun: error: No cluster 'other' known by database.\n"
+    with pytest.raises(rest.RefusedOption) as err:  # (observed: sbatch -M ,)
+        rest.check_clusters("sbatch", {"clusters": ","}, "anchor")
+    assert err.value.lines[0] == "sbatch: error: No cluster '' known by database."
     with pytest.raises(rest.RefusedOption) as err:
         rest.check_clusters("salloc", {"clusters": "x,y"}, "anchor")
     assert err.value.exit_code == 1 and err.value.lines == [
