@@ -88,6 +88,8 @@ def of_spec(spec: JobSpec) -> Topology | None:
     if not (spec.sockets_per_node or spec.cores_per_socket or spec.threads_per_core
             or spec.ntasks_per_core or spec.ntasks_per_socket or spec.min_cpus or hint or per_gpu):
         return None
+    if spec.ntasks_per_core or spec.threads_per_core or spec.cores_per_socket or spec.sockets_per_node:
+        hint = []  # the options a hint would set win, and it sets nothing (measured)
     one_thread = bool(_ONE_THREAD_HINTS.intersection(hint)) and "multithread" not in hint
     cores = spec.cores_per_socket or (1 if "memory_bound" in hint else 0)
     return Topology(sockets=spec.sockets_per_node or 0, cores=cores,

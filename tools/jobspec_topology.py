@@ -52,6 +52,13 @@ def parse_extra_node_info(value: str) -> list[int | None]:
     return out + [None] * (3 - len(out))
 
 
+def check_options(prog: str, typed: dict[str, Any]) -> None:
+    """sbatch's own refusals of the layout options (tools/sbatch_cli._validate calls it)."""
+    if "extra-node-info" in typed:
+        check_extra_node_info(prog, typed["extra-node-info"])
+    check_ntasks_per_gpu(prog, typed)
+
+
 def check_extra_node_info(prog: str, value: object) -> None:
     """sbatch's refusal of an unreadable -B (status 1, measured on 22.05.8)."""
     from plurm.grammar.values import OptionError
@@ -61,6 +68,20 @@ def check_extra_node_info(prog: str, value: object) -> None:
     except ExtraNodeInfoError as exc:
         raise OptionError([f'{prog}: error: Invalid numeric value "{exc.text}" for '
                            f"{_ORDINALS[exc.position]} arg of -B."], 1) from None
+
+
+def check_ntasks_per_gpu(prog: str, typed: dict[str, Any]) -> None:
+    """--ntasks-per-gpu with neither GPUs nor -N/-n: sbatch refuses it (status 1, 22.05.8)."""
+    from plurm.grammar.values import OptionError
+
+    if "ntasks-per-gpu" not in typed or any(k in typed for k in ("nodes", "ntasks", "gpus", "gpus-per-node",
+                                                                  "gpus-per-task", "gpus-per-socket")):
+        return
+    if any(isinstance(g, dict) and g.get("name") == "gpu" for g in typed.get("gres") or []):
+        return
+    raise OptionError([f"{prog}: error: gres_job_state_validate: --ntasks-per-tres needs either a GRES GPU "
+                       "specification or a node/ntask specification",
+                       f"{prog}: error: Invalid generic resource (gres) specification"], 1)
 
 
 def add_fields(options: dict[str, Any], spec: dict[str, Any]) -> None:

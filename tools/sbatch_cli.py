@@ -272,10 +272,9 @@ def _validate(prog: str, st: _State, warnings: list[str],
         # (sic: Slurm's message spells it "thred")
         raise OptionError([f"{prog}: fatal: -S/--core-spec and --thred-spec options are "
                            "mutually exclusive"], 1)
-    if "extra-node-info" in t:  # -B S[:C[:T]] (area: topology)
-        from plurm.tools.jobspec_topology import check_extra_node_info
+    from plurm.tools.jobspec_topology import check_options as check_topology_options  # (area: topology)
 
-        check_extra_node_info(prog, t["extra-node-info"])
+    check_topology_options(prog, t)  # -B's numbers, --ntasks-per-gpu's GPUs
     if gres_types is not None and any(g["name"] not in gres_types
                                       for g in t.get("gres") or []):
         raise OptionError([f"{prog}: error: Invalid generic resource (gres) "

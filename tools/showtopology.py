@@ -5,7 +5,7 @@ Measured on the anchor (tests/corescheduler/reference/topology/anchor_sbatch*.tx
 of one thread per core shows T=1, memory_bound C=1 too) while the sockets go to
 ``Socks/Node=``; ``NtasksPerN:B:S:C=N:0:S:C`` the tasks per node, socket and core;
 ``MinCPUsNode`` is --mincpus when it is more than the tasks per node need; ``NtasksPerTRES=``
-follows the TresPer lines.
+follows the TresPer lines.  A --hint beside the options it would set sets nothing.
 """
 
 from __future__ import annotations
@@ -17,13 +17,22 @@ if TYPE_CHECKING:  # annotations only (start-up cost)
 _ONE_THREAD = ("compute_bound", "memory_bound", "nomultithread")
 
 
+def effective_hint(spec: dict[str, Any]) -> list[str]:
+    """--hint, unless an option it would set is given too: then that option wins and the hint
+    sets nothing (22.05.8: --hint=compute_bound --ntasks-per-core=1 shows ReqB:S:C:T=0:0:*:*,
+    --hint=memory_bound --threads-per-core=1 0:0:*:1)."""
+    if any(spec.get(k) for k in ("ntasks_per_core", "threads_per_core", "cores_per_socket", "sockets_per_node")):
+        return []
+    return list(spec.get("hint") or [])
+
+
 def _or_star(value: Any) -> str:
     return str(value) if value else "*"
 
 
 def req_bsct(spec: dict[str, Any]) -> str:
     """ReqB:S:C:T's value."""
-    hint = spec.get("hint") or []
+    hint = effective_hint(spec)
     cores = spec.get("cores_per_socket") or (1 if "memory_bound" in hint else None)
     one = any(h in hint for h in _ONE_THREAD) and "multithread" not in hint
     threads = spec.get("threads_per_core") or (1 if one else None)

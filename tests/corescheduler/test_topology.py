@@ -211,3 +211,36 @@ def test_squeue_min_cpus_is_min_cpus_node(argv: list[str], shown: str) -> None:
     from plurm.tools.squeuefmt import _min_cpus_node
 
     assert str(_min_cpus_node(_spec(argv)[1])) == shown
+
+
+def _held_cases() -> list[tuple[list[str], int, str, dict[str, str]]]:
+    lines = (REFERENCE / "anchor_sbatch_held.txt").read_text().splitlines()
+    cases = []
+    for k, line in enumerate(lines):
+        if " => rc=" not in line:
+            continue
+        options, _, rest = line.partition(" => rc=")
+        rc, _, out = rest.partition(" ")
+        fields = {}
+        if rc == "0":
+            fields = dict(f.split("=", 1) for f in lines[k + 1].split())
+        cases.append((options.split(), int(rc), out, fields))
+    return cases
+
+
+@pytest.mark.parametrize("argv,rc,out,fields", _held_cases(),
+                         ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+def test_held_jobs_show_what_the_anchor_showed(argv: list[str], rc: int, out: str, fields: dict[str, str]) -> None:
+    if rc:
+        with pytest.raises(OptionError) as err:
+            _spec(argv)
+        assert ("|".join(err.value.lines) + "|", err.value.exit_code) == (out, rc)
+        return
+    spec = _spec(argv)[1]
+    assert showtopology.req_bsct(spec) == fields["ReqB:S:C:T"]
+    assert showtopology.socks_line(spec).split()[:2] == [f"Socks/Node={fields['Socks/Node']}",
+                                                         f"NtasksPerN:B:S:C={fields['NtasksPerN:B:S:C']}"]
+    assert showtopology.per_tres_lines(spec) == (
+        [f"NtasksPerTRES={fields['NtasksPerTRES']}"] if "NtasksPerTRES" in fields else [])
+    job = _run(_anchor(), spec)
+    assert (str(sum(job.tasks)), str(sum(job.cpus))) == (fields["NumTasks"], fields["NumCPUs"])
