@@ -143,6 +143,7 @@ class HetJobs:
         out = self._het_ends(now)
         groups = self._het_groups(candidates)
         deferred: list[list[tuple[Job, Any]]] = []
+        heads: dict[str, tuple[int, int]] = {}  # partition -> the rank of a hetjob that waits at its head
         if groups:
             first: dict[str, tuple[int, int]] = {}
             for job, _ in candidates:
@@ -156,13 +157,16 @@ class HetJobs:
                 reason = self._het_try(members, now, out)
                 if reason == REASON_RESOURCES:
                     blocked = {job.partition for job, _ in members}
+                    for partition in blocked:
+                        heads.setdefault(partition, rank)
+                        first[partition] = min(first.get(partition, rank), rank)
                     behind = [(job, d) for job, d in candidates if job.partition in blocked]
                     candidates[:] = [(job, d) for job, d in candidates if job.partition not in blocked]
                     for job, _ in behind:
                         if job.reason != REASON_PRIORITY:
                             job.reason = REASON_PRIORITY
                             self._save(job)
-        self.__dict__["_het_pass"] = (deferred, candidates)
+        self.__dict__["_het_pass"] = (deferred, candidates, heads)
         return out
 
     def _het_groups(self, candidates: list[tuple[Job, Any]]) -> list[list[tuple[Job, Any]]]:
@@ -189,10 +193,10 @@ class HetJobs:
         """After the main pass (and backfill), on what they left: the hetjobs that were not
         first in line, unless a job of one of their partitions that comes first still waits
         for resources (then they wait for Priority).  Returns ``out`` with the starts."""
-        deferred, others = self.__dict__.pop("_het_pass", ([], []))
+        deferred, others, heads = self.__dict__.pop("_het_pass", ([], [], {}))
         if not deferred:
             return out
-        first: dict[str, tuple[int, int]] = {}
+        first: dict[str, tuple[int, int]] = dict(heads)
         for job, _ in others:
             if job.reason in (REASON_RESOURCES, REASON_PRIORITY):
                 rank = (-job.priority, job.job_id)

@@ -180,3 +180,18 @@ def test_a_hetjob_behind_jobs_that_start_starts_in_the_same_pass() -> None:
     core.schedule(T0)
     assert [core.jobs[j].state for j in (before, leader, leader + 1)] == [model.RUNNING] * 3
     assert set(core.jobs[before].nodes).isdisjoint(core.jobs[leader + 1].nodes)
+
+
+def test_a_hetjob_behind_a_waiting_hetjob_waits_too() -> None:
+    core, service = _core()
+    blocker = service.submit(protocol.SubmitJob(spec=JobSpec(script=SCRIPT, nodes_min=2, exclusive=True,
+                                                             time_limit=10)), ALICE, T0)["job_id"]
+    core.schedule(T0)
+    head = _submit(service, {"nodes_min": 2, "exclusive": True}, {"ntasks": 1})["job_id"]
+    behind = _submit(service, {"ntasks": 1}, {"ntasks": 1})["job_id"]  # would fit on the free node
+    core.schedule(T0 + 1)
+    assert [core.jobs[head + k].reason for k in (0, 1)] == ["Resources", "Resources"]
+    assert [core.jobs[behind + k].reason for k in (0, 1)] == ["Priority", "Priority"]
+    core.job_ended(blocker, 0, 0, T0 + 2, T0 + 2, node=core.jobs[blocker].nodes[0])
+    core.schedule(T0 + 2)
+    assert core.jobs[head].state == model.RUNNING and core.jobs[behind].state == model.RUNNING
