@@ -45,7 +45,7 @@ from plurm.wire import auth, authtype, envelope, protocol, stepcred
 from plurm.wire.client import daemon_uids, key_path_for
 from plurm.wire.hardening import bind_address, guard, guarded_router
 from plurm.common import environment
-from plurm.nodeagent import jobstate, launch, sampling, stepusage
+from plurm.nodeagent import jobstate, launch, sampling, stepbind, stepusage
 from plurm.nodeagent.confinement import Confinement, ConfinementError, acct_frequency
 from plurm.nodeagent.devices import NodeDevices, UsageStats
 from plurm.nodeagent.jobstate import RunRecord, StepRecord
@@ -487,9 +487,11 @@ class NodeDaemon:
             except ConfinementError as exc:
                 log.error("step %s.%s failed to launch: %s", msg.job_id, msg.step_id, exc)
                 return {"error": str(exc)}
+        binding = stepbind.for_launch(self, msg, terms.get("job"))  # --cpu-bind, --mem-bind, --gpu-bind
         try:
             proc = launch.start_stepd(msg, self.name, self.spool, self.key_path, task_prolog=scripts.task_prolog,
-                                      cgroup=setup.payload() if setup else None, acct_freq=self.sampler.every_s)
+                                      cgroup=setup.payload() if setup else None, acct_freq=self.sampler.every_s,
+                                      binding=binding)
         except OSError as exc:
             log.error("step %s.%s failed to launch: %s", msg.job_id, msg.step_id, exc)
             if setup is not None and not here:

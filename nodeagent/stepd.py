@@ -30,8 +30,9 @@ import zmq
 from plurm.wire import envelope
 from plurm.wire.auth import KeyAuth
 from plurm.common import environment
-from plurm.nodeagent import confinement, launch, stepusage
+from plurm.nodeagent import confinement, launch, stepbind, stepusage
 from plurm.nodeagent.stepd_attach import Listeners
+from plurm.nodeagent.stepd_pmi import StepPmi
 from plurm.nodeagent.stepd_io import Stdin, TaskIo, start_task
 
 
@@ -87,6 +88,7 @@ def main() -> int:
     send("stepd_hello", {"node_id": msg["node_id"]})
     poller = zmq.Poller()
     poller.register(sock, zmq.POLLIN)
+    pmi = StepPmi.for_step(msg, node_name, send)  # --mpi=pmi2: each task's PMI_FD (nodeagent/pmi2.py)
     readers: dict[int, tuple[int, int]] = {}  # fd -> (rank, stream)
     stdins: dict[int, Stdin] = {}  # rank -> its stdin pipe
     procs: dict[int, subprocess.Popen] = {}
@@ -98,18 +100,30 @@ def main() -> int:
     gauge = stepusage.Gauge()
     acct_every = float(payload.get("acct_freq", 30.0))
     next_sample = time.monotonic() + min(acct_every, 1.0) if acct_every > 0 else float("inf")
+    bound = payload.get("binding") or {}  # each task's CPUs, NUMA nodes, GPUs (nodeagent/stepbind.py)
     for local_id, rank in enumerate(task_ids):
         env = environment.task_environment(
             msg["environment"], job_id=msg["job_id"], step_id=msg["step_id"], rank=rank, local_id=local_id,
             node_id=msg["node_id"], ntasks=msg["ntasks"], nodelist=msg["nodelist"],
             tasks_per_node=msg["tasks_per_node"], node_task_ids=task_ids, node_name=node_name)
+        place = stepbind.task_place(bound, local_id)
+        env.update(place.get("env") or {})
+        if place.get("fail"):  # a mask the node cannot set: the task never runs (22.05.8's words)
+            first, own = stepbind.task_words(bound, place, node_name, rank, local_id, os.getpid())
+            send("task_output", {"task": task_ids[0], "stream": 2, "data": first + own})
+            send("task_exit", {"task": rank, "exit_code": 0, "signal": 0,
+                               "launch_failed": "Slurmd could not execve job"})
+            continue
+        pmi_env, pmi_fds = pmi.task_env(rank) if pmi is not None else ({}, ())
+        env.update(pmi_env)
         task_io = TaskIo.of(io, rank=rank, node_id=msg["node_id"], job_id=msg["job_id"], work_dir=msg["work_dir"],
                             shared=shared)
         try:
             # As the job's owner: the directory, files, TaskProlog and exec happen after the switch
             # (and after it entered the step's cgroup, as root: ``join``).
             started = start_task(msg["argv"], env, msg["work_dir"], launch.Owner.from_payload(payload["owner"]),
-                                 payload.get("task_prolog"), task_io, join=join)
+                                 payload.get("task_prolog"), task_io, join=join, cpus=place.get("cpus"),
+                                 mems=place.get("mems"), pass_fds=pmi_fds)
         except OSError as exc:
             text = f"slurmstepd: error: execve(): {msg['argv'][0]}: {exc.strerror}\n"
             send("task_output", {"task": rank, "stream": 2, "data": text})
@@ -122,6 +136,10 @@ def main() -> int:
             continue
         proc = started.proc
         procs[rank] = proc
+        first, own = stepbind.task_words(bound, place, node_name, rank, local_id, proc.pid)
+        for to, words in ((task_ids[0], first), (rank, own)):  # before the task's own output
+            if words:
+                send("task_output", {"task": to, "stream": 2, "data": words})
         if started.master is not None:
             pty_master[rank] = started.master
             readers[started.master] = (rank, 1)
@@ -134,8 +152,10 @@ def main() -> int:
             stdins[rank] = Stdin(started.stdin_fd)
     for fd in readers:
         poller.register(fd, zmq.POLLIN)
+    if pmi is not None:
+        pmi.after_start(procs, poller)
     writing: set[int] = set()  # stdin pipes (not also read) registered for room to write
-    while readers:
+    while readers or (pmi is not None and pmi.open()):  # (tasks writing to files still speak PMI)
         for pipe in stdins.values():  # input waiting for a task that has not taken it: watch for room
             if pipe.fd >= 0 and pipe.buffer:
                 if pipe.fd in readers:  # a pty master: read and written
@@ -149,7 +169,9 @@ def main() -> int:
             gauge.add(stepusage.step_usage(os.getpid()))
         attached.poll(poller)
         if events.get(sock):
-            _from_srun(sock, key, stdins, pty_master)
+            _from_srun(sock, key, stdins, pty_master, pmi, procs)
+        if pmi is not None:
+            pmi.poll(poller, events)
         for peer, peer_key in attached.peers:  # sattach's stdin, signed with its own key
             if events.get(peer):
                 _from_srun(peer, peer_key, stdins, pty_master)
@@ -205,6 +227,8 @@ def main() -> int:
             os.close(pipe.fd)
     for fd in pty_master.values():
         os.close(fd)
+    if pmi is not None:
+        pmi.close()
     sock.close()
     attached.close()
     ctx.term()
@@ -250,8 +274,10 @@ def _finish(cgroup: Any, cpu: dict[str, float]) -> tuple[int, dict[str, float]]:
     return oom, cpu
 
 
-def _from_srun(sock: zmq.Socket, key: KeyAuth, stdins: dict[int, Stdin], pty_master: dict[int, int]) -> None:
-    """stdin data and window sizes from srun (signed with the step's key; anything else is dropped)."""
+def _from_srun(sock: zmq.Socket, key: KeyAuth, stdins: dict[int, Stdin], pty_master: dict[int, int],
+               pmi: StepPmi | None = None, procs: dict[int, subprocess.Popen] | None = None) -> None:
+    """stdin data and window sizes from srun, and its PMI answers when ``pmi`` (signed with the
+    step's key; anything else is dropped)."""
     while True:
         try:
             frames = sock.recv_multipart(zmq.NOBLOCK)
@@ -263,6 +289,8 @@ def _from_srun(sock: zmq.Socket, key: KeyAuth, stdins: dict[int, Stdin], pty_mas
         except (envelope.WireError, ValueError):
             continue
         if not isinstance(body, dict):
+            continue
+        if pmi is not None and pmi.from_srun(str(header["type"]), body, procs or {}):
             continue
         if header["type"] == "stdin" and isinstance(body.get("data"), str):
             for rank in body.get("tasks") or []:

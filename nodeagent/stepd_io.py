@@ -111,9 +111,13 @@ class Started:
 
 
 def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launch.Owner,
-               task_prolog: str | None, io: TaskIo, join: list[str] | None = None) -> Started:
+               task_prolog: str | None, io: TaskIo, join: list[str] | None = None,
+               cpus: list[int] | None = None, mems: list[int] | None = None,
+               pass_fds: tuple[int, ...] = ()) -> Started:
     """One task of a step, as its owner, with the streams ``io`` says; ``join``: its step's
-    cgroup.procs files, which it enters before it becomes its owner (launch.Owner.popen_kwargs)."""
+    cgroup.procs files, which it enters before it becomes its owner (launch.Owner.popen_kwargs);
+    ``cpus``/``mems``: its CPU mask and NUMA nodes (nodeagent/stepbind.py), set after that;
+    ``pass_fds``: descriptors it inherits (its PMI_FD, nodeagent/stepd_pmi.py)."""
     files = ["" if io.stdin in ("pipe", "null") else io.stdin,
              "" if io.stdout in ("pipe", "null") else io.stdout, "append" if io.out_append else "truncate",
              "" if io.stderr in ("pipe", "null") else io.stderr, "append" if io.err_append else "truncate"]
@@ -127,7 +131,8 @@ def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launc
             # setsid -c: a session of its own with the terminal as its controlling one (exec, no fork:
             # a child of Popen is no group leader), so Ctrl-C on it is SIGINT to the task.
             proc = subprocess.Popen(["setsid", "-c", *command], cwd="/", env=env, stdin=slave, stdout=slave,
-                                    stderr=slave, close_fds=True, restore_signals=True, **owner.popen_kwargs(join))
+                                    stderr=slave, close_fds=True, pass_fds=pass_fds, restore_signals=True,
+                                    **_bound(owner.popen_kwargs(join), cpus, mems))
         except OSError:
             os.close(master)
             raise
@@ -142,7 +147,7 @@ def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launc
     stdout = subprocess.DEVNULL if io.stdout == "null" else subprocess.PIPE
     stderr = subprocess.DEVNULL if io.stderr == "null" else subprocess.PIPE
     proc = subprocess.Popen(command, cwd="/", env=env, stdin=stdin, stdout=stdout, stderr=stderr, close_fds=True,
-                            restore_signals=True, **owner.popen_kwargs(join))
+                            pass_fds=pass_fds, restore_signals=True, **_bound(owner.popen_kwargs(join), cpus, mems))
     stdin_fd = None
     if proc.stdin is not None:  # a bare descriptor, closed by Stdin at srun's end of input
         stdin_fd = os.dup(proc.stdin.fileno())
@@ -150,6 +155,27 @@ def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launc
         proc.stdin = None
         os.set_blocking(stdin_fd, False)
     return Started(proc, stdin_fd=stdin_fd)
+
+
+def _bound(kwargs: dict[str, Any], cpus: list[int] | None, mems: list[int] | None) -> dict[str, Any]:
+    """Popen's arguments with the task's binding applied in the child, after whatever else
+    runs there (entering a cgroup resets the CPU mask to its cpuset)."""
+    if not cpus and not mems:
+        return kwargs
+    from plurm.nodeagent import stepbind
+
+    if mems:
+        stepbind.prepare_mempolicy()
+    # (Without a preexec_fn of its own Popen switches user after ours: a task's own mask and
+    # memory policy survive setuid either way.)
+    before = kwargs.pop("preexec_fn", None)
+
+    def child() -> None:
+        if before is not None:
+            before()
+        stepbind.apply_in_child(cpus, mems)
+
+    return {**kwargs, "preexec_fn": child}
 
 
 def set_winsize(fd: int, size: Any) -> None:
