@@ -57,6 +57,7 @@ def test_an_operators_priority_is_fixed_and_a_users_is_refused() -> None:
     core.recompute_priorities(T0 + 600)
     assert core.jobs[job_id].priority == 4242 and core.jobs[job_id].priority_set
     assert core.jobs[top].priority == TOP_JOB_PRIORITY
+    assert core.priority_factors(T0 + 600, [job_id, top]) == []  # sprio leaves them out (reference priority_value)
     with pytest.raises(RequestError, match="Access/permission denied"):
         _submit(service, ALICE, priority=100)
     with pytest.raises(RequestError, match="Invalid job priority"):
