@@ -68,6 +68,7 @@ class AdvanceReservations:
     jobs: dict[int, model.Job]
     accounts: Any
     need_schedule: bool
+    _save: Callable[[model.Job], None]  # (ClusterCore's: the job record made durable)
 
     @property
     def resv(self) -> dict[str, AdvanceReservation]:
@@ -138,7 +139,8 @@ class AdvanceReservations:
         if record is None:
             raise RequestError(rs.INVALID_RESV, "InvalidReservation")
         changed = msgspec.structs.replace(record, nodes=list(record.nodes), users=list(record.users),
-                                      accounts=list(record.accounts), flags=list(record.flags))
+                                      accounts=list(record.accounts), groups=list(record.groups),
+                                      flags=list(record.flags))
         self._resv_apply(changed, known, who, now, user_exists, creating=False)
         self.resv[name] = changed
         log.info("reservation %s updated by %s", name, who.user)
@@ -172,7 +174,7 @@ class AdvanceReservations:
         if record is None:
             raise RequestError(rs.INVALID_RESV, "InvalidReservation")
         account = spec.account or self.accounts.default_account(who.user)
-        if not record.admits(who.user, account):
+        if not record.admits(who.user, account, who.groups):
             raise RequestError(ACCESS_DENIED_RESV, "AccessDenied")
 
     # ------------------------------------------------------------------ scheduling
@@ -234,8 +236,21 @@ class AdvanceReservations:
                 log.info("reservation %s repeats: next %s..%s", record.name, record.start_time, record.end_time)
         for name in [n for n, r in self.resv.items() if r.end_time <= now]:
             log.info("reservation %s ended", name)
-            del self.resv[name]
+            self._resv_release_jobs(self.resv.pop(name))
         self._resv_changed(now)
+
+    def _resv_release_jobs(self, record: AdvanceReservation) -> None:
+        """A reservation is over: its pending jobs lose it and, as Slurm's documentation says,
+        are held, unless it had NO_HOLD_JOBS_AFTER_END (then they may run outside it)."""
+        for job in self.jobs.values():
+            if job.state == model.PENDING and job.spec.reservation == record.name:
+                job.spec.reservation = None
+                if "NO_HOLD_JOBS_AFTER_END" not in record.flags:
+                    job.held_by, job.priority = "admin", 0
+                    job.reason = "JobHeldAdmin"
+                log.info("job %s: reservation %s ended (%s)", job.job_id, record.name,
+                         "held" if job.held_by == "admin" else "it may run outside it")
+                self._save(job)
 
     # ------------------------------------------------------------------ durability
     def take_reservations(self) -> str | None:
@@ -302,7 +317,9 @@ class AdvanceReservations:
             record.accounts = rs.split_list(known["accounts"])
             if any(a not in self.accounts.accounts_by_name for a in record.accounts):
                 raise RequestError(rs.BAD_ACCOUNT, "InvalidAccount")
-        if not creating and not record.users and not record.accounts:
+        if "groups" in known:
+            record.groups = rs.split_list(known["groups"])
+        if not creating and not record.users and not record.accounts and not record.groups:
             raise RequestError(rs.NO_USERS, "InvalidReservation")
         part_key = known.get("partitionname", known.get("partition"))
         if part_key is not None:

@@ -56,6 +56,7 @@ class AdvanceReservation(msgspec.Struct, kw_only=True, omit_defaults=True):
     nodes: list[str] = []  # in slurm.conf order
     users: list[str] = []
     accounts: list[str] = []
+    groups: list[str] = []
     partition: str | None = None
     flags: list[str] = []
     features: str | None = None
@@ -67,10 +68,12 @@ class AdvanceReservation(msgspec.Struct, kw_only=True, omit_defaults=True):
         """Does [start, end) (end None: no end) meet this reservation's time?"""
         return self.end_time > start and (end is None or end > self.start_time)
 
-    def admits(self, user: str, account: str | None) -> bool:
-        """May a job of ``user`` charged to ``account`` run in it?  (Users and Accounts both
-        given: either one lets it in, as Slurm's documentation says.)"""
+    def admits(self, user: str, account: str | None, groups: frozenset[str] = frozenset()) -> bool:
+        """May a job of ``user`` (in ``groups``) charged to ``account`` run in it?  (Users,
+        Groups and Accounts: any one of them lets it in, as Slurm's documentation says.)"""
         if self.users and user in self.users:
+            return True
+        if self.groups and groups.intersection(self.groups):
             return True
         return bool(self.accounts and account and account in self.accounts)
 

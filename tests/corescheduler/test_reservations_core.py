@@ -222,3 +222,20 @@ def test_private_data_reservations_shows_users_only_theirs() -> None:
     _resv(service, ReservationName="other", StartTime="now", Duration="60", Nodes="n2", Users="bob")
     assert [r["name"] for r in _resv(service, "show", who=ALICE)["reservations"]] == ["mine"]
     assert [r["name"] for r in _resv(service, "show")["reservations"]] == ["mine", "other"]  # an operator
+
+
+def test_an_ended_reservations_pending_jobs_are_held_unless_no_hold_jobs_after_end() -> None:
+    core, service = _core()
+    _resv(service, ReservationName="h", StartTime="now", Duration="10", Nodes="n1", Users="alice")
+    _resv(service, ReservationName="k", StartTime="now", Duration="10", Nodes="n2", Users="alice",
+          Flags="NO_HOLD_JOBS_AFTER_END")
+    _resv(service, ReservationName="g", StartTime="now", Duration="60", Nodes="n3", Users="root", Groups="alice")
+    assert _submit(core, service, T0, reservation="g", time_limit=5).state == model.RUNNING  # by its group
+    busy = [_submit(core, service, T0, reservation=name, ntasks=4, time_limit=30) for name in ("h", "k")]
+    held, free = (_submit(core, service, T0, reservation=name, ntasks=4, time_limit=5) for name in ("h", "k"))
+    assert [j.state for j in busy] == [model.RUNNING] * 2 and held.state == free.state == model.PENDING
+    core.tick(T0 + 601)
+    core.schedule(T0 + 601)
+    assert (held.state, held.reason, held.spec.reservation) == (model.PENDING, "JobHeldAdmin", None)
+    assert free.state == model.RUNNING and free.spec.reservation is None
+    assert [j.state for j in busy] == [model.RUNNING] * 2  # (running jobs run on)
