@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     from plurm.wire.client import ClientError, request
     from plurm.tools.jobspec import build_spec
 
-    if options.get("wrap") is not None:
+    if any(c.get("wrap") is not None for c in req.components):  # (a hetjob's `: --wrap` too)
         default_name = "wrap"
     elif req.script_path:
         default_name = os.path.basename(req.script_path)

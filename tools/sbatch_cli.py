@@ -395,7 +395,7 @@ def parse_sbatch(argv: list[str], env: Mapping[str, str], stdin_bytes: bytes | N
         break
 
     cmd_wrap = None
-    for p in groups[0]:
+    for p in (p for group in groups for p in group):  # (--wrap after a `:` wraps as well: 22.05.8)
         if p.option.name == "wrap":
             cmd_wrap = p.value
     script_path: str | None = None

@@ -96,6 +96,16 @@ def test_scancel_of_a_pending_component_is_refused_as_slurm_refuses_it(cluster: 
     cluster.run("scancel", str(leader), check=True)
     cluster.wait_state(f"{leader}+1", "CANCELLED")
 
+    # Refused as Slurm refuses it (reference array_refuse.txt); the command line's `:` makes
+    # a hetjob too (reference cmdline.txt).
+    refused = cluster.run("sbatch", "--array=1-2", "held.sh", cwd=workdir)
+    want = (REFERENCE / "array_refuse.txt").read_text().splitlines()
+    assert (refused.stderr.strip(), f"rc={refused.returncode}") == (want[0], want[1])
+    both = cluster.sbatch("-H", "-n1", ":", "-n2", "--wrap", "true", cwd=workdir)
+    assert (cluster.job(f"{both}+1")["spec"]["ntasks"], cluster.job(f"{both}+0")["spec"]["ntasks"]) == (2, 1)
+    assert cluster.job(f"{both}+0")["spec"]["name"] == "wrap"
+    cluster.run("scancel", str(both), check=True)
+
 
 def test_salloc_with_a_colon_makes_a_heterogeneous_allocation(cluster: Cluster, workdir: Path) -> None:
     proc = cluster.run("salloc", "-n1", "-c2", ":", "-n2", "bash", "-c",
