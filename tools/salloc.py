@@ -34,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     except ClientError as exc:
         print(f"salloc: error: {exc}", file=sys.stderr)
         return 1
+    from plurm.tools.jobspec_topology import spec_resources_notice
+
+    for line in spec_resources_notice("salloc", options):  # -S, --thread-spec (area: topology)
+        print(line, file=sys.stderr)
     try:
         conn = Connection()
         command = command or _default_command(conn, environ)

@@ -411,6 +411,10 @@ def main(argv: list[str] | None = None) -> int:
         srun_het.component_options(options, req.cmdline_keys, environ, het_group)
     job_id_text = het_job or options.get("jobid") or environ.get("SLURM_JOB_ID")
     own_allocation = job_id_text is None
+    from plurm.tools.jobspec_topology import spec_resources_notice
+
+    for line in spec_resources_notice("srun", options):  # -S, --thread-spec (area: topology)
+        print(line, file=sys.stderr)
     try:
         if own_allocation:
             spec = build_spec(options, default_name=os.path.basename(req.command[0]), environ=environ, batch=False,

@@ -63,3 +63,9 @@ def test_core_spec_is_ignored_with_slurms_words(cluster: Cluster, workdir: Path)
         "sbatch: error: Ignoring -S since it's not allowed by configuration (AllowSpecResourcesUsage = No)"]
     job_id = int(proc.stdout.split()[-1])
     assert cluster.wait_state(job_id, "COMPLETED")["cpus"] == [1]
+
+
+def test_srun_ignores_thread_spec_with_slurms_words(cluster: Cluster, workdir: Path) -> None:
+    proc = cluster.run("srun", "--thread-spec=1", "-n1", "true", cwd=workdir)
+    assert (proc.returncode, proc.stderr.splitlines()[:1]) == (0, [
+        "srun: error: Ignoring --thread-spec since it's not allowed by configuration (AllowSpecResourcesUsage = No)"])
