@@ -52,6 +52,7 @@ class HetJobs:
         def _at(self, now: float) -> None: ...
         def _save(self, job: Job) -> None: ...
         def _start(self, job: Job, alloc: Any, now: float) -> list[Outgoing]: ...
+        def _requeue(self, job: Job, now: float) -> None: ...
         def _finish(self, job: Job, state: str, end: float, exit_code: int = 0, exit_signal: int = 0
                     ) -> list[Outgoing]: ...
         def submit(self, spec: JobSpec, who: Identity, now: float, test_only: bool = False
@@ -231,6 +232,19 @@ class HetJobs:
         out.extend(started)
         return "None"
 
+    def _het_requeue(self, others: list[Job], now: float) -> list[Outgoing]:
+        """Component 0 went back to the queue (scontrol requeue, a preemption, its node's
+        failure): the components still allocated go back with it, so that they start
+        together again; what runs on their nodes is ended."""
+        out: list[Outgoing] = []
+        for job in others:
+            if job.state in (model.RUNNING, model.SUSPENDED) and not job.completing:
+                body, nodes = self.terminate_body(job), list(job.nodes)
+                self._requeue(job, now)
+                out.extend(Outgoing(n, "terminate_job", body) for n in nodes)
+                log.info("hetjob %s: component %s requeued with component 0", job.spec.het_job_id, job.job_id)
+        return out
+
     def _het_wait(self, members: list[tuple[Job, Any]], reason: str, now: float) -> None:
         for job, _ in members:
             job.last_sched_eval = now
@@ -245,6 +259,9 @@ class HetJobs:
         for leader_id in list(live):
             leader = self.jobs.get(leader_id)
             members = self.het_members(leader_id, leader.spec.het_size) if leader is not None else []
+            if leader is not None and leader.state == model.PENDING and not leader.completing:
+                out.extend(self._het_requeue(members[1:], now))  # requeued: all go back together
+                continue
             if leader is not None and leader.state not in model.FINISHED_STATES:
                 continue
             for job in members[1:]:

@@ -18,6 +18,7 @@ from plurm.wire import model, protocol
 from plurm.wire.model import JobSpec, Node, Partition
 
 ALICE = Identity(1001, 1001, "alice", frozenset({"alice"}))
+ROOT = Identity(0, 0, "root", operator=True)
 T0 = 1_000_000.0
 SCRIPT = "#!/bin/sh\nsleep 600\n"
 
@@ -195,3 +196,19 @@ def test_a_hetjob_behind_a_waiting_hetjob_waits_too() -> None:
     core.job_ended(blocker, 0, 0, T0 + 2, T0 + 2, node=core.jobs[blocker].nodes[0])
     core.schedule(T0 + 2)
     assert core.jobs[head].state == model.RUNNING and core.jobs[behind].state == model.RUNNING
+
+
+def test_a_requeued_hetjob_goes_back_whole_and_starts_together_again() -> None:
+    core, service = _core()
+    leader = _submit(service, {"ntasks": 1}, {"ntasks": 2})["job_id"]
+    core.schedule(T0)
+    lead, other = core.jobs[leader], core.jobs[leader + 1]
+    service.requeue_job(protocol.RequeueJob(job_ids=[str(leader)]), ROOT, T0 + 5)
+    core.job_ended(leader, 0, 15, T0 + 6, T0 + 6, node=lead.nodes[0], restarts=lead.restarts)
+    assert lead.state == model.PENDING
+    out = core.schedule(T0 + 6)
+    assert other.state == model.PENDING and other.restarts == 1
+    assert any(o.msg_type == "terminate_job" and o.body["job_id"] == other.job_id for o in out)
+    assert all(n.alloc_cpus == 0 for n in core.nodes.values())
+    core.schedule(T0 + 7 + core.settings.cred_expire)
+    assert [lead.state, other.state] == [model.RUNNING, model.RUNNING]
