@@ -24,6 +24,7 @@ in Slurm); STAGE_OUT needs a burst buffer, which plurm has not: it never mails.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import TYPE_CHECKING
 
 from plurm.corescheduler import mail
@@ -41,7 +42,7 @@ MAX_QUEUED_MAILS = 10000  # a controller that cannot send keeps the newest ones,
 
 
 class MailEffects:
-    _mail_queue: list[mail.Mail] | None = None
+    _mail_queue: deque[mail.Mail] | None = None
     # Running jobs that asked for time-limit mail -> (run, the percentages already mailed);
     # None until first needed (rebuilt from the jobs after a restart: what passed is not resent).
     _mail_watch: dict[int, tuple[int, set[int]]] | None = None
@@ -64,15 +65,13 @@ class MailEffects:
 
     def take_mail(self) -> list[mail.Mail]:
         """The mails decided since the last call, in order (the controller sends them)."""
-        queued, self._mail_queue = self._mail_queue or [], []
+        queued, self._mail_queue = list(self._mail_queue or ()), None
         return queued
 
     def _mail(self, job: Job, subject: str, kind: str) -> None:
         if self._mail_queue is None:
-            self._mail_queue = []
+            self._mail_queue = deque(maxlen=MAX_QUEUED_MAILS)
         self._mail_queue.append(mail.Mail(job.job_id, mail.recipient(job), subject, mail.mail_env(job, kind)))
-        if len(self._mail_queue) > MAX_QUEUED_MAILS:
-            del self._mail_queue[0]
 
     def _array_records(self, job: Job) -> list[Job]:
         array = job.array_job_id

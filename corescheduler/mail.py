@@ -92,11 +92,11 @@ def ended(job: Job, word: str, per_task: bool = True) -> str:
 
 
 def array_ended(first: Job, tasks: list[Job], word: str) -> str:
-    """The array's summary: one state if all tasks share it (else MIXED, not captured from
-    22.05), and the range of the tasks' exit codes."""
+    """The array's summary: one state if all tasks share it, else ``Mixed``, and the range of
+    the tasks' exit codes (22.05.8: ``Failed, Mixed, ExitCode [0-2]``, ``Ended, FAILED, ExitCode [1-2]``)."""
     states = {t.state for t in tasks}
     codes = [t.exit_code for t in tasks] or [0]
-    state = states.pop() if len(states) == 1 else "MIXED"
+    state = states.pop() if len(states) == 1 else "Mixed"
     return f"{_head(first, False)} {word}, {state}, ExitCode [{min(codes)}-{max(codes)}]"
 
 

@@ -17,6 +17,17 @@ def format_licenses(records: list[dict[str, Any]], oneliner: bool = False) -> st
                    f"Reserved={r['reserved']} Remote={'yes' if r.get('remote') else 'no'}\n" for r in records)
 
 
+def jobs_with_licenses(jobs: list[dict[str, Any]], names: str) -> list[dict[str, Any]]:
+    """``squeue -L fluent,matlab``: the jobs whose -L names one of them (none: no job, exit 0)."""
+    wanted = {n.strip() for n in names.split(",") if n.strip()}
+
+    def named(job: dict[str, Any]) -> set[str]:
+        text = (job.get("spec") or {}).get("licenses") or ""
+        return {item.split(":", 1)[0].strip() for item in text.split(",")}
+
+    return [job for job in jobs if wanted & named(job)]
+
+
 def show_licenses(cmd: Any, rest: list[str]) -> None:
     """``cmd``: the scontrol session (its request, error and oneliner)."""
     from plurm.wire.client import ClientError

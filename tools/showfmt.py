@@ -24,6 +24,7 @@ import time as _time
 
 from plurm.grammar.hostlist import compress
 from plurm.grammar.timefmt import format_duration, format_time_limit
+from plurm.tools import showmail, showtopology
 from plurm.tools.display import bitmap_ranges, job_oversubscribe, partition_oversubscribe
 
 
@@ -405,9 +406,9 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
         num_nodes = str(len(nodes))
     cpt = spec.get("cpus_per_task") or 1
     lines.append(f"NumNodes={num_nodes} NumCPUs={job_cpus(job)} NumTasks={job_ntasks(job)} "
-                 f"CPUs/Task={cpt} ReqB:S:C:T=0:0:*:*")
+                 f"CPUs/Task={cpt} ReqB:S:C:T={showtopology.req_bsct(spec)}")
     lines.append(f"TRES={job_tres(job, def_mem_per_cpu)}")
-    lines.append(f"Socks/Node=* NtasksPerN:B:S:C={spec.get('ntasks_per_node') or 0}:0:*:* CoreSpec=*")
+    lines.append(showtopology.socks_line(spec))
     if details and nodes:
         lines.extend(_detail_lines(job))
     if spec.get("mem_per_node") is not None:
@@ -418,10 +419,12 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
             per_cpu = job["mem"][0] // max(job["cpus"][0], 1)
         min_mem = f"MinMemoryCPU={mem_exact(per_cpu)}" if per_cpu else "MinMemoryNode=0"
     per_node = spec.get("ntasks_per_node") or 1
-    lines.append(f"MinCPUsNode={cpt * per_node} {min_mem} "
+    lines.append(f"MinCPUsNode={showtopology.min_cpus_node(spec, cpt * per_node)} {min_mem} "
                  f"MinTmpDiskNode={mem_exact(spec['tmp_disk']) if spec.get('tmp_disk') else 0}")
     lines.append(f"Features={spec.get('constraint') or '(null)'} "
                  f"DelayBoot={format_duration((spec.get('delay_boot') or 0) * 60)}")
+    if spec.get("prefer") and spec.get("constraint") != spec["prefer"]:  # (met at start: Features= shows it)
+        lines.append(f"Prefer={spec['prefer']}")
     if spec.get("cluster_features"):  # --cluster-constraint (22.05: its own line, only when given)
         lines.append(f"ClusterFeatures={spec['cluster_features']}")
     if spec.get("reservation"):  # (as Slurm: only for a job that asked for one)
@@ -444,7 +447,8 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
     lines.extend(show_lines(spec, "after_power"))
     if spec.get("spread_job"):  # (Slurm 22.05 adds the line only then)
         lines.append("SpreadJob=Yes")
-    lines.extend(tres_per(job))
+    lines.extend(tres_per(job) + showtopology.per_tres_lines(spec))  # (NtasksPerTRES after TresPer*)
+    lines.extend(showmail.mail_lines(spec))  # MailUser= MailType= (after TresPer*, as 22.05)
     other = spec.get("other_options") or {}
     if other:
         # Options plurm accepted and keeps but does not act on yet (sbatch warned about them).

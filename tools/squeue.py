@@ -343,6 +343,10 @@ def run_once(opts: Options) -> tuple[list[tuple[str, str]], int]:
         if opts.output is not None:
             return _json_once(opts, {}, _load_error(exc).split(": ", 1)[-1].strip())
         return [("out", date_line(opts, time.time())), ("err", _load_error(exc))], 1
+    if opts.given.get("L"):  # -L: the jobs that asked for one of these licenses (scontrol_licenses.py)
+        from plurm.tools.scontrol_licenses import jobs_with_licenses
+
+        reply["jobs"] = jobs_with_licenses(reply.get("jobs", []), opts.given["L"])
     if opts.output is not None:
         return _json_once(opts, reply)
     now = reply.get("now") or time.time()

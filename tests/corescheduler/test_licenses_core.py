@@ -136,7 +136,8 @@ def test_scontrol_show_licenses_text_matches_slurm() -> None:
     core, service = _core()
     expected = (REFERENCE / "show_licenses_idle.txt").read_text()
     assert format_licenses(core.license_report()) == expected
-    assert format_licenses(core.license_report(), oneliner=True) == (REFERENCE / "show_licenses_oneliner.txt").read_text()
+    oneliner = (REFERENCE / "show_licenses_oneliner.txt").read_text()
+    assert format_licenses(core.license_report(), oneliner=True) == oneliner
     _submit(service, T0, licenses="matlab:2,fluent", time_limit=2)
     core.schedule(T0 + 1)
     assert format_licenses(core.license_report()) == (REFERENCE / "show_licenses_used.txt").read_text()

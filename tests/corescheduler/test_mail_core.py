@@ -111,7 +111,7 @@ def test_no_mail_without_mail_type_and_end_only_for_failures_when_fail_is_not_as
 
 def test_array_summary_waits_for_the_last_task_and_gives_the_exit_code_range() -> None:
     core, service = _core(40)
-    array = _submit(service, "arr", mail_type=["BEGIN", "END"], array_spec="1-3", array_indices=[1, 2, 3])
+    array = _submit(service, "arr", mail_type=["BEGIN", "END", "FAIL"], array_spec="1-3", array_indices=[1, 2, 3])
     core.schedule(T0 + 1)
     assert _lines(core) == [f"Slurm Array Summary Job_id={array}_* ({array}) Name=arr Began root"]
     tasks = sorted(j.job_id for j in core.jobs.values() if j.array_job_id == array)
@@ -119,7 +119,15 @@ def test_array_summary_waits_for_the_last_task_and_gives_the_exit_code_range() -
         core.job_ended(job_id, n, 0, T0 + 2, T0 + 2)
         if job_id != tasks[-1]:
             assert core.take_mail() == []
-    assert _lines(core) == [f"Slurm Array Summary Job_id={array}_* ({array}) Name=arr Ended, MIXED, ExitCode [0-2] root"]
+    # As 22.05.8's (show_job_and_arrays.txt): "... Job_id=226_* (226) Name=amix Failed, Mixed, ExitCode [0-2]"
+    summary = f"Slurm Array Summary Job_id={array}_* ({array}) Name=arr"
+    assert _lines(core) == [f"{summary} Failed, Mixed, ExitCode [0-2] root"]
+    other = _submit(service, "aend", mail_type=["END"], array_spec="1-2", array_indices=[1, 2])
+    core.schedule(T0 + 3)
+    for job in [j for j in core.jobs.values() if j.array_job_id == other]:
+        core.job_ended(job.job_id, job.array_task_id, 0, T0 + 4, T0 + 4)
+    assert _lines(core) == [f"Slurm Array Summary Job_id={other}_* ({other}) Name=aend Ended, FAILED, ExitCode [1-2] "
+                            "root"]
 
 
 def test_durations_as_slurm_writes_them() -> None:
@@ -136,3 +144,13 @@ def test_hostile_mail_requests_are_refused_with_a_log_line(caplog: pytest.LogCap
             _submit(service, "bad", **spec)
         assert err.value.code == "InvalidMail"
     assert not core.jobs and "submission refused: --mail-type" in caplog.text
+
+
+def test_scontrol_show_job_mail_line_as_22_05() -> None:
+    from plurm.tools.showmail import mail_lines
+
+    captured = (REFERENCE.parent / "show_job_mailtype.txt").read_text().splitlines()
+    mail_type = ALL + ["TIME_LIMIT", "TIME_LIMIT_50", "TIME_LIMIT_90", "TIME_LIMIT_80", "ARRAY_TASKS"]
+    assert mail_lines({"user": "root", "mail_type": mail_type}) == [captured[3].strip()]
+    assert mail_lines({"user": "root", "mail_type": ["FAIL", "END"]}) == [captured[6].strip()]
+    assert mail_lines({"user": "root", "mail_user": "carol", "mail_type": []}) == []  # no line without mail

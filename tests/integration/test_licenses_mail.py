@@ -45,10 +45,12 @@ def test_licenses_are_waited_for_counted_and_mail_is_sent(fresh_cluster: Cluster
     refused = c.run("sbatch", "-L", "fluent:3", "--wrap", "true", cwd=tmp_path)
     assert (refused.returncode, refused.stderr) == (
         1, "sbatch: error: Batch job submission failed: Invalid license specification\n")
-    assert "not act on" not in c.run("sbatch", "-H", "-L", "fluent", "--mail-type=END", "-o", "/dev/null",
-                                     "--wrap", "true", cwd=tmp_path).stderr  # acted on: no warning
+    held = c.run("sbatch", "--parsable", "-H", "-L", "fluent", "--mail-type=END", "-o", "/dev/null", "--wrap",
+                 "true", cwd=tmp_path)
+    assert held.stderr == ""  # acted on: no "accepts but does not act on" warning
+    go = tmp_path / "go"  # (the holder runs until the test has seen what it holds, however slow the host)
     holder = c.sbatch("-J", "holder", "-L", "fluent:2", "-t", "1", "--mail-type=BEGIN,END", "-o", "/dev/null",
-                      "--wrap", "sleep 2", cwd=tmp_path)
+                      "--wrap", f"while [ ! -e {go} ]; do sleep 0.1; done", cwd=tmp_path)
     c.wait_state(holder, "RUNNING")
     waiter = c.sbatch("-J", "waiter", "-L", "fluent", "--mail-type=FAIL", "-o", "/dev/null", "--wrap", "exit 3",
                       cwd=tmp_path)
@@ -56,7 +58,12 @@ def test_licenses_are_waited_for_counted_and_mail_is_sent(fresh_cluster: Cluster
     assert c.run("squeue", "-h", "-j", str(waiter), "-o", "%t %R %W", check=True).stdout == "PD (Licenses) fluent\n"
     assert "    Total=2 Used=2 Free=0 Reserved=0 Remote=no\n" in c.run("scontrol", "show", "lic", "fluent",
                                                                       check=True).stdout
-    assert " Licenses=fluent:2 " in c.run("scontrol", "show", "job", str(holder), check=True).stdout
+    shown = c.run("scontrol", "show", "job", str(holder), check=True).stdout
+    assert " Licenses=fluent:2 " in shown and f"\n   MailUser={user} MailType=BEGIN,END\n" in shown
+    listed = c.run("squeue", "-h", "-L", "fluent", "-o", "%i", check=True).stdout.split()
+    assert sorted(map(int, listed)) == sorted([int(held.stdout), holder, waiter])
+    assert c.run("squeue", "-h", "-L", "matlab", check=True).stdout == ""
+    go.touch()
     c.wait_state(holder, "COMPLETED")
     c.wait_state(waiter, "FAILED")
     wait_for(lambda: log.exists() and len(log.read_text().splitlines()) >= 3, what="three mails")
@@ -65,7 +72,7 @@ def test_licenses_are_waited_for_counted_and_mail_is_sent(fresh_cluster: Cluster
     began, ended = sorted(line for line in calls if f"Job_id={holder} " in line)
     assert began.startswith(f"-s|Slurm Job_id={holder} Name=holder Began, Queued time 00:00:0")
     assert began.endswith(f"|{user}||{holder} Began")  # empty body, as 22.05's
-    assert ended.startswith(f"-s|Slurm Job_id={holder} Name=holder Ended, Run time 00:00:0")
+    assert ended.startswith(f"-s|Slurm Job_id={holder} Name=holder Ended, Run time 00:00:")
     assert ended.endswith(f", COMPLETED, ExitCode 0|{user}||{holder} Ended")
     [failed] = [line for line in calls if f"Job_id={waiter} " in line]
     assert failed.startswith(f"-s|Slurm Job_id={waiter} Name=waiter Failed, Run time 00:00:0")
