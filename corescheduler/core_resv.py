@@ -49,6 +49,21 @@ _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder(list[AdvanceReservation]).decode
 
 
+# The keys a request may carry (as scontrol_resv sends them: lower-cased here).
+_KEYS = frozenset({"reservationname", "reservation", "starttime", "endtime", "duration", "nodes", "nodecnt",
+                   "nodecount", "users", "accounts", "groups", "partitionname", "partition", "flags", "features"})
+
+
+def _known(fields: dict[str, str], what: str) -> dict[str, str]:
+    """The request's keys in lower case; one plurm does not know refuses it, as scontrol does."""
+    known = {k.lower(): v for k, v in fields.items()}
+    for key, value in fields.items():
+        if key.lower() not in _KEYS:
+            raise RequestError(f"Unknown parameter {key[:64]}={value[:64]}.  No reservation {what}.",
+                               "InvalidReservation")
+    return known
+
+
 @contextlib.contextmanager
 def _logged(action: str, who: Identity, fields: dict[str, str]) -> Iterator[None]:
     """A refused reservation request is logged (bounded: a hostile request may be long)."""
@@ -109,7 +124,7 @@ class AdvanceReservations:
     def _resv_create(self, fields: dict[str, str], who: Identity, now: float,
                      user_exists: Callable[[str], bool]) -> str:
         self._resv_admin(who)
-        known = {k.lower(): v for k, v in fields.items()}
+        known = _known(fields, "created")
         name = known.get("reservationname") or known.get("reservation") or self._resv_new_name(who)
         if name in self.resv:
             raise RequestError(rs.DUPLICATE, "DuplicateReservation")
@@ -133,7 +148,7 @@ class AdvanceReservations:
     def _resv_update(self, fields: dict[str, str], who: Identity, now: float,
                      user_exists: Callable[[str], bool]) -> None:
         self._resv_admin(who)
-        known = {k.lower(): v for k, v in fields.items()}
+        known = _known(fields, "update")
         name = known.get("reservationname") or known.get("reservation") or ""
         record = self.resv.get(name)
         if record is None:

@@ -239,3 +239,10 @@ def test_an_ended_reservations_pending_jobs_are_held_unless_no_hold_jobs_after_e
     assert (held.state, held.reason, held.spec.reservation) == (model.PENDING, "JobHeldAdmin", None)
     assert free.state == model.RUNNING and free.spec.reservation is None
     assert [j.state for j in busy] == [model.RUNNING] * 2  # (running jobs run on)
+
+
+def test_a_key_the_controller_does_not_know_refuses_the_request() -> None:
+    core, service = _core()
+    with pytest.raises(RequestError, match=r"^Unknown parameter Bogus=1\.  No reservation created\.$"):
+        _resv(service, ReservationName="x", StartTime="now", Duration="5", Nodes="n1", Users="root", Bogus="1")
+    assert core.resv == {}
