@@ -36,9 +36,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from plurm.corescheduler import authz
 from plurm.corescheduler.errors import RequestError
-from plurm.corescheduler.timeprio_place import small_tmp_nodes
+from plurm.corescheduler.timeprio_place import parse_preference, small_tmp_nodes
 from plurm.wire import model
 from plurm.wire.model import Job
 
@@ -124,6 +126,9 @@ class TimePriority:
             # -n2 -O on one node, measured), dealt evenly over the nodes.
             share, extra = divmod(spec.ntasks, len(alloc.tasks))
             alloc.tasks[:] = [share + (1 if i < extra else 0) for i in range(len(alloc.tasks))]  # (frozen)
+        if spec.prefer and spec.constraint is None and self._preference_met(spec.prefer, alloc.nodes):
+            # As Slurm shows a job that got its preference: Features=<the --prefer>, no Prefer= line.
+            job.spec = spec = msgspec.structs.replace(spec, constraint=spec.prefer)  # (a copy: arrays share one)
         if spec.deadline is None:
             return False
         if not self._can_end_in_time(job, now):
@@ -137,6 +142,11 @@ class TimePriority:
         if spec.time_min is not None and (job.time_limit is None or job.time_limit > left):
             job.time_limit = max(spec.time_min, left)
         return False
+
+    def _preference_met(self, prefer: str, names: list[str]) -> bool:
+        parsed = parse_preference(prefer)
+        return parsed is not None and any(all(alt.node_ok(set(self.nodes[n].features)) for n in names)
+                                           for alt in parsed.alternatives)
 
     @staticmethod
     def _can_end_in_time(job: Job, now: float) -> bool:

@@ -42,7 +42,7 @@ class NodeWishes:
 _prefer_cache: dict[str, constraints.Constraint] = {}
 
 
-def _parse(expression: str) -> constraints.Constraint | None:
+def parse_preference(expression: str) -> constraints.Constraint | None:
     """Parsed once per expression; None if it does not parse (the submission refused it)."""
     parsed = _prefer_cache.get(expression)
     if parsed is None:
@@ -66,7 +66,7 @@ def shape_demand(spec: JobSpec, demand: Demand) -> Demand:
         # One task per node for the CPUs (the job keeps its task count: spec.ntasks).
         demand.ntasks = demand.nodes_min
         demand.ntasks_per_node = 0
-    prefer = _parse(spec.prefer) if spec.prefer else None
+    prefer = parse_preference(spec.prefer) if spec.prefer else None
     if spec.tmp_disk or prefer is not None or spec.spread_job:
         demand.wishes = NodeWishes(spec.tmp_disk, prefer, spec.spread_job)
     return demand

@@ -135,8 +135,10 @@ def test_tmp_uses_only_nodes_with_that_much_tmp_disk() -> None:
 
 def test_prefer_is_tried_first_and_dropped_when_it_cannot_be_met() -> None:
     core, service = _core(features=[["a"], ["b"]])
-    assert _started(core, _submit(service, prefer="b", ntasks=4)).nodes == ["n2"]
-    assert _started(core, _submit(service, prefer="b")).nodes == ["n1"]  # n2 is full: any node
+    met = _started(core, _submit(service, prefer="b", ntasks=4))
+    assert (met.nodes, met.spec.constraint) == (["n2"], "b")  # measured: once started, Features=<prefer>
+    unmet = _started(core, _submit(service, prefer="b"))
+    assert (unmet.nodes, unmet.spec.constraint) == (["n1"], None)  # n2 is full: any node
     with pytest.raises(RequestError, match="Invalid preferred feature specification"):
         _submit(service, prefer="zzz")
 

@@ -51,3 +51,23 @@ def test_the_options_become_fields_and_are_not_warned_about(tmp_path: Path) -> N
     # A --priority that is no number is ignored, as sbatch does (reference priority_abc).
     req = parse_sbatch(["--priority=abc", "--wrap", "true"], {})
     assert "priority" not in build_spec(req.options, default_name="wrap", environ={}, batch=True)
+
+
+def test_scontrol_show_job_has_the_fields_where_slurm_has_them() -> None:
+    from plurm.tools.showfmt import job_lines
+
+    job = {"job_id": 5, "state": "PENDING", "time_limit": 10, "submit_time": 1796280000.0, "partition": "debug",
+           "spec": {"name": "wrap", "prefer": "fast", "time_min": 2, "deadline": 1796286354.0, "delay_boot": 5,
+                    "spread_job": True, "time_limit": 10}}
+    ours = [line.strip() for line in job_lines(job, 1796280010.0)]
+    held = [line.strip() for line in (REFERENCE / "show_job_held_options.txt").read_text().splitlines()]
+    preferred = [line.strip() for line in (REFERENCE / "prefer_show_job.txt").read_text().splitlines()]
+    assert "RunTime=00:00:00 TimeLimit=00:10:00 TimeMin=00:02:00" in ours and held[5].endswith("TimeMin=00:02:00")
+    assert ours[8].startswith("StartTime=Unknown EndTime=Unknown Deadline=2026-12-0")  # (local time)
+    assert held[8].startswith("StartTime=Unknown EndTime=Unknown Deadline=2026-")
+    # Features with DelayBoot, then Prefer; SpreadJob right after Power.
+    for reference, wanted in ((held, "Features=(null) DelayBoot=00:05:00"), (preferred, "Prefer=fast")):
+        assert wanted in reference and wanted in ours
+    assert ours[ours.index("Features=(null) DelayBoot=00:05:00") + 1] == "Prefer=fast"
+    assert preferred[preferred.index("Prefer=fast") - 1].startswith("Features=(null) DelayBoot=")
+    assert held[held.index("Power=") + 1] == ours[ours.index("Power=") + 1] == "SpreadJob=Yes"
