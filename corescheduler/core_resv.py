@@ -285,7 +285,8 @@ class AdvanceReservations:
             log.error("saved reservations unreadable, not restored: %s", exc)
             return
         self.resv.update((r.name, r) for r in records)
-        self._resv_plan_change(now)
+        # The next tick looks at them all: one may have ended (or repeated) while no controller ran.
+        self.__dict__["_resv_next_change"] = now
         self.need_schedule = True
 
     # ------------------------------------------------------------------ helpers

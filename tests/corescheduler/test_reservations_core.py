@@ -210,6 +210,10 @@ def test_reservations_survive_a_restart_through_the_store_text() -> None:
     assert again.resv == core.resv
     job = _submit(again, Service(again), T0 + 1, req_nodes=["n1"], time_limit=5)
     assert job.reason == RESV_NODES
+    later, _ = _core()  # a controller back after the end: the first tick ends it (DAILY: moves it on)
+    later.restore_reservations(text, T0 + 2 * HOUR)
+    later.tick(T0 + 2 * HOUR)
+    assert later.resv == {}
     broken, _ = _core()
     broken.restore_reservations("[{\"name\": 5}]", T0)  # logged, nothing restored
     assert broken.resv == {}
