@@ -305,6 +305,20 @@ def batch_env(options: dict[str, object]) -> dict[str, str]:
     return env
 
 
+def gpus_per_socket_request(value: str, sockets: object) -> list[dict[str, object]]:
+    """--gpus-per-socket=[type:]N with --sockets-per-node=S: N x S GPUs on every node (the
+    GRES request JobSpec.gres_req holds; a node has a socket's GPUs on that socket)."""
+    kind, _, count = value.rpartition(":")
+    try:
+        n = int(count)
+        s = int(sockets) if isinstance(sockets, (int, str)) and not isinstance(sockets, bool) else 1
+    except ValueError:
+        return []
+    if n < 1 or s < 1:
+        return []
+    return [{"name": "gpu", "type": kind or None, "count": n * s, "per": "node"}]
+
+
 def _bind_vars(what: str, kind: str, values: tuple[int, ...], verbose: bool, raw: str,
                units: tuple[str, ...]) -> dict[str, str]:
     word = "verbose" if verbose else "quiet"

@@ -142,3 +142,19 @@ def test_mem_nodes_and_gpus_per_task() -> None:
             tb.parse_gpu_bind(bad)
     with pytest.raises(tb.BindError, match="map_gpu 9"):
         tb.task_gpus(tb.parse_gpu_bind("map_gpu:9"), gpus, 1)
+
+
+def test_sbatch_gives_its_steps_the_options_and_counts_gpus_per_socket() -> None:
+    from plurm.tools.jobspec import build_spec, not_acted_on
+
+    options = {"gpus-per-socket": "h200:1", "sockets-per-node": 2, "distribution": "cyclic",
+               "mem-bind": "verbose,local", "gpu-bind": "single:1"}
+    spec = build_spec(options, default_name="x", environ={}, batch=True)
+    assert {"name": "gpu", "type": "h200", "count": 2, "per": "node"} in spec["gres_req"]
+    env = spec["environment"]
+    # tests/integration/reference/binding/sbatch.env_options.txt
+    assert {k: env[k] for k in env if k.startswith(("SLURM_DIST", "SLURM_MEM", "SLURM_GPU_BIND"))} == {
+        "SLURM_DISTRIBUTION": "cyclic", "SLURM_GPU_BIND": "single:1", "SLURM_MEM_BIND": "verbose,local",
+        "SLURM_MEM_BIND_VERBOSE": "verbose"}
+    assert not set(not_acted_on(spec)) & {"distribution", "mem-bind", "gpu-bind", "gpus-per-socket", "cpu-bind"}
+    assert tb.gpus_per_socket_request("0", 1) == [] and tb.gpus_per_socket_request("x:y", 1) == []

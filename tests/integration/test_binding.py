@@ -69,6 +69,9 @@ CASES: dict[str, tuple[bool, list[str], str, dict[str, str]]] = {
     "none.dist_plane2": (False, ["-N2", "-n6", "-l", "-m", "plane=2"], ENVS, {}),
     "none.dist_cyclic_cyclic": (False, ["-N2", "-n4", "-l", "-m", "cyclic:cyclic"], ENVS, {}),
     "none.dist_block": (False, ["-N2", "-n4", "-l", "-m", "block"], ENVS, {}),
+    "none.gpus_per_socket": (False, ["-w", "n1", "-n1", "--gres=gpu:1", "--gres-flags=enforce-binding",
+                                     "--gpus-per-socket=1", "--sockets-per-node=1", "-l"],
+                             'env | grep -E "^SLURM_(GPU|GRES|SOCK)" | sort; echo CVD=$CUDA_VISIBLE_DEVICES', {}),
 }
 # The anchor had no task/cgroup: a task of a job holding fewer CPUs than the node saw both of the
 # host's CPUs there, and its cpuset's here.  Those cases compare everything but that line.
