@@ -61,6 +61,19 @@ class LicenseEffects:
             log.info("submission refused: invalid license specification %.200r: %s", spec.licenses, exc)
             raise RequestError(lic.INVALID_REQUEST, "InvalidLicense") from None
 
+    def _update_licenses(self, job: Job, text: str | None) -> None:
+        """scontrol update job Licenses=: checked as at submission ("" takes them all away; 22.05
+        then shows ``Licenses=``), for a running job too, as 22.05.8 does; the pool follows."""
+        if text is None:
+            return
+        if text:
+            try:
+                lic.parse_request(text, self.license_totals)
+            except lic.LicenseSpecError as exc:
+                log.info("job %s: update refused: invalid license specification %.200r: %s", job.job_id, text, exc)
+                raise RequestError(lic.INVALID_REQUEST, "InvalidLicense") from None
+        job.spec.licenses = text
+
     def _held_licenses(self) -> list[tuple[Job, dict[str, int]]]:
         return [(job, wanted) for job in self.jobs.values()
                 if job.spec.licenses and (job.state in _HOLDING or job.completing)

@@ -34,6 +34,7 @@ class JobChanges:
     comment: str | None = None
     nodes: tuple[int, int | None] | None = None  # (min, max)
     ntasks: int | None = None
+    licenses: str | None = None  # Licenses= ("" takes them away; core_licenses.py)
 
 
 class JobUpdates:
@@ -48,6 +49,7 @@ class JobUpdates:
         def privileged(self, who: Identity | None) -> bool: ...
         def check_owner(self, job: Job, who: Identity, message: str = ...) -> None: ...
         def _check_access(self, partition: Any, spec: Any, who: Identity) -> None: ...
+        def _update_licenses(self, job: Job, text: str | None) -> None: ...
 
     def update_job(self, job: Job, changes: JobChanges, who: Identity, now: float) -> None:
         """scontrol update job: the changes the service layer parsed, checked against the
@@ -81,6 +83,7 @@ class JobUpdates:
                     self._check_access(partition, job.spec, who)
                 except RequestError:  # (Slurm moves the job there anyway, held by PartitionConfig)
                     raise RequestError(authz.PART_UNAVAILABLE, "PartitionConfig") from None
+        self._update_licenses(job, changes.licenses)  # (checked, then set: the last check that can refuse)
         if changes.hold:
             job.held_by = changes.hold
             job.priority = 0

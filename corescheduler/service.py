@@ -533,6 +533,8 @@ def parse_job_changes(fields: dict[str, str]) -> JobChanges:
             changes.nodes = (_int("NumNodes", low, 1), _int("NumNodes", high, 1) if high else None)
         elif lowered in ("numtasks", "ntasks"):
             changes.ntasks = _int("NumTasks", value, 1)
+        elif lowered == "licenses":  # (checked by the core against the pool, its length too: core_licenses.py)
+            changes.licenses = value
         else:
             raise RequestError(f"Update of {key} is not supported", "InvalidUpdate")
     return changes

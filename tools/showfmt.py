@@ -430,7 +430,7 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
     if spec.get("reservation"):  # (as Slurm: only for a job that asked for one)
         lines.append(f"Reservation={spec['reservation']}")
     lines.append(f"OverSubscribe={job_oversubscribe(job)} "
-                 f"Contiguous={1 if spec.get('contiguous') else 0} Licenses={spec.get('licenses') or '(null)'} "
+                 f"Contiguous={1 if spec.get('contiguous') else 0} Licenses={spec.get('licenses', '(null)')} "
                  f"Network={spec.get('network') or '(null)'}")
     lines.append(f"Command={_null(spec.get('command'))}")
     lines.append(f"WorkDir={spec.get('work_dir', '/')}")

@@ -141,3 +141,25 @@ def test_scontrol_show_licenses_text_matches_slurm() -> None:
     _submit(service, T0, licenses="matlab:2,fluent", time_limit=2)
     core.schedule(T0 + 1)
     assert format_licenses(core.license_report()) == (REFERENCE / "show_licenses_used.txt").read_text()
+
+
+def test_scontrol_update_licenses_as_22_05() -> None:
+    """22.05.8 (reference/update.txt): a pending or a running job's Licenses= changes; a bad one is
+    'Invalid license specification for job N' (scontrol adds 'for job N'), exit 1; '' empties it."""
+    from plurm.corescheduler.service import parse_job_changes
+
+    core, service = _core()
+    held = _submit(service, T0, licenses="fluent", hold=True)
+    running = _submit(service, T0, licenses="fluent", time_limit=5)
+    core.schedule(T0 + 1)
+    reply = service.update_job(protocol.UpdateJob(job_ids=[str(held)], fields={"Licenses": "matlab:2"}), ROOT, T0 + 2)
+    assert reply == {"results": [{"job": str(held), "job_id": held}]} and core.jobs[held].spec.licenses == "matlab:2"
+    reply = service.update_job(protocol.UpdateJob(job_ids=[str(held)], fields={"Licenses": "nosuch"}), ROOT, T0 + 2)
+    assert reply["results"][0]["error"] == "Invalid license specification"
+    assert core.jobs[held].spec.licenses == "matlab:2"  # unchanged
+    core.update_job(core.jobs[running], parse_job_changes({"Licenses": "matlab"}), ROOT, T0 + 3)
+    assert core.license_report(["matlab"])[0]["used"] == 1 and core.license_report(["fluent"])[0]["used"] == 0
+    core.update_job(core.jobs[held], parse_job_changes({"licenses": ""}), ROOT, T0 + 3)
+    assert core.jobs[held].spec.licenses == ""
+    with pytest.raises(RequestError):
+        core.update_job(core.jobs[held], parse_job_changes({"Licenses": "fluent:1," * 1000}), ROOT, T0 + 3)
