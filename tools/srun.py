@@ -395,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     except ClientError as exc:
         print(f"srun: error: {exc}", file=sys.stderr)
         return 1
+    for note in _binding_notes(options, conn.settings.conf):  # (22.05.8: as it reads the option)
+        print(note, file=sys.stderr)
     mpi = srun_mpi.chosen(options.get("mpi"), conn.settings.conf)
     if mpi is None:
         return 1
@@ -477,8 +479,6 @@ def main(argv: list[str] | None = None) -> int:
     step.names = names
     step.cpus_per_task = options.get("cpus-per-task")
     step.binding = _binding(options, step_info)
-    for note in _binding_notes(options, conn.settings.conf):
-        print(note, file=sys.stderr)
     step.mpi = mpi
     step.pmi = srun_pmi.relay_for(mpi, len(step_info["nodes"]), step._to_node)
     previous = signal.signal(signal.SIGINT, lambda *_: step.on_interrupt())
