@@ -6,6 +6,8 @@ decisions out.  The words and reasons are the real Slurm 22.05's
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from plurm.corescheduler.core import ClusterCore, CoreSettings
 from plurm.corescheduler.errors import RequestError
@@ -250,3 +252,51 @@ def test_a_key_the_controller_does_not_know_refuses_the_request() -> None:
     with pytest.raises(RequestError, match=r"^Unknown parameter Bogus=1\.  No reservation created\.$"):
         _resv(service, ReservationName="x", StartTime="now", Duration="5", Nodes="n1", Users="root", Bogus="1")
     assert core.resv == {}
+
+
+_JOB = st.tuples(st.integers(1, 4), st.integers(1, 120), st.integers(0, 7200), st.booleans())  # nodes, min, at, in r
+_RESV = st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 5400), st.integers(10, 90),
+                  st.sampled_from(["", "MAINT", "FLEX"]))
+
+
+@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_RESV, min_size=1, max_size=3), st.lists(_JOB, min_size=1, max_size=8))
+def test_no_job_starts_where_its_run_meets_a_reservation_it_is_not_in(resvs, jobs) -> None:
+    """Property: whatever the reservations and the queue, a job started outside a reservation
+    never holds one of its nodes during its time, and a job of a (non-FLEX) reservation runs on
+    its nodes only and only while it is ACTIVE."""
+    core, service = _core()
+    made: list[str] = []
+    for k, (first, last, start, minutes, flag) in enumerate(resvs):
+        nodes = f"n[{min(first, last) + 1}-{max(first, last) + 1}]"
+        fields = dict(ReservationName=f"r{k}", StartTime=f"now+{start}", Duration=str(minutes), Nodes=nodes,
+                      Users="alice", Flags=flag or "OVERLAP")
+        try:
+            _resv(service, **fields)
+            made.append(f"r{k}")
+        except RequestError:
+            pass  # overlapping: refused, as Slurm
+    if not made:
+        return
+    records = {name: core.resv[name] for name in made}
+    for i, (nodes, minutes, at, inside) in enumerate(sorted(jobs, key=lambda j: j[2])):
+        core.tick(T0 + at)
+        spec = dict(nodes_min=nodes, time_limit=minutes)
+        if inside:
+            spec["reservation"] = made[i % len(made)]
+        try:
+            _submit(core, service, T0 + at, **spec)
+        except RequestError:
+            assert inside and spec["reservation"] not in core.resv  # (ended already: refused)
+    for job in core.jobs.values():
+        if job.state != model.RUNNING:
+            continue
+        start, end = job.start_time, job.start_time + job.time_limit * 60
+        own = records.get(job.spec.reservation or "")
+        for record in records.values():
+            if record is not own and record.overlaps(start, end):
+                assert not set(job.nodes) & set(record.nodes), (job, record)
+        if own is not None:
+            assert own.start_time <= start < own.end_time
+            if "FLEX" not in own.flags:
+                assert set(job.nodes) <= set(own.nodes)
