@@ -77,7 +77,8 @@ class Mailer:
                 log.error("job %s: MailProg %s still running after %.0f s: killed", mail.job_id, self.prog,
                           MAIL_TIMEOUT_S)
                 child.kill()
-                status = child.wait()
+                child.wait()
+                continue
             if status is None:
                 alive.append((child, started, mail))
             elif status != 0:
