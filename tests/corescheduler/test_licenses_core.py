@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plurm.corescheduler import licenses as lic
 from plurm.corescheduler.core import ClusterCore, CoreSettings
@@ -163,3 +165,37 @@ def test_scontrol_update_licenses_as_22_05() -> None:
     assert core.jobs[held].spec.licenses == ""
     with pytest.raises(RequestError):
         core.update_job(core.jobs[held], parse_job_changes({"Licenses": "fluent:1," * 1000}), ROOT, T0 + 3)
+
+
+_EVENT = st.one_of(st.tuples(st.just("submit"), st.sampled_from(["fluent", "fluent:3", "fluent:4", "matlab:2",
+                                                                 "matlab,fluent:2", None]),
+                             st.integers(1, 30), st.integers(0, 100)),
+                   st.tuples(st.just("end"), st.integers(0, 20), st.just(0), st.just(0)),
+                   st.tuples(st.just("requeue"), st.integers(0, 20), st.just(0), st.just(0)))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(_EVENT, min_size=1, max_size=25))
+def test_property_licenses_in_use_never_exceed_the_totals(events: list[tuple]) -> None:
+    """Whatever arrives and ends, the jobs that hold licenses never hold more than Licenses= says,
+    and a job waits with reason Licenses only while what it asks for is not free for it."""
+    core, service = _core(nodes=8)
+    now = T0
+    for kind, a, b, c in events:
+        now += 7
+        if kind == "submit":
+            job_id = _submit(service, now, licenses=a, time_limit=b, requeue=True, requeue_given=True)
+            core.jobs[job_id].priority = c
+        else:
+            running = sorted(j.job_id for j in core.jobs.values() if j.state == model.RUNNING and not j.completing)
+            if running:
+                victim = running[a % len(running)]
+                if kind == "requeue":
+                    core.requeue_job(core.jobs[victim], ROOT, now)
+                core.job_ended(victim, 0, 0, now, now)
+        core.schedule(now)
+        for record in core.license_report():
+            assert record["used"] <= record["total"], (record, events)
+        for job in core.jobs.values():
+            if job.state == model.PENDING and job.reason == "Licenses":
+                assert lic.parse_held(job.spec.licenses)
