@@ -19,7 +19,7 @@ import time
 
 from plurm.common.cli import OptionError, Table, iter_getopt, try_help
 from plurm.grammar.lazyre import lazy
-from plurm.tools import scontrol_jobctl
+from plurm.tools import scontrol_jobctl, scontrol_resv
 
 PROG = "scontrol"
 
@@ -84,8 +84,8 @@ class Scontrol:
             "reboot": self.cmd_reboot, "reboot_nodes": self.cmd_reboot,
             "cancel_reboot": self.cmd_cancel_reboot, "reconfigure": self.cmd_reconfigure,
             "listpids": self.cmd_listpids,
-            "create": lambda rest: scontrol_resv().create(self, rest),
-            "delete": lambda rest: scontrol_resv().delete(self, rest),
+            "create": lambda rest: scontrol_resv.create(self, rest),
+            "delete": lambda rest: scontrol_resv.delete(self, rest),
         }
         func = table.get(cmd)
         if func is None and len(cmd) >= 3 and "reboot_nodes".startswith(cmd):  # (Slurm's prefix for reboot)
@@ -223,7 +223,7 @@ class Scontrol:
         elif entity in ("step", "steps"):
             self.show_steps(rest)
         elif entity in ("reservation", "reservations"):
-            scontrol_resv().show(self, rest)
+            scontrol_resv.show(self, rest)
         elif entity == "licenses":
             from plurm.tools.scontrol_licenses import show_licenses
 
@@ -541,7 +541,7 @@ class Scontrol:
         elif first in ("nodename", "node"):
             self._update_node(pairs)
         elif first in ("reservationname", "reservation"):
-            scontrol_resv().update(self, pairs)
+            scontrol_resv.update(self, pairs)
         else:
             keys = {k.lower() for k, _ in pairs}
             if "jobid" in keys:
@@ -549,7 +549,7 @@ class Scontrol:
             elif "nodename" in keys:
                 self._update_node(pairs)
             elif keys & {"reservationname", "reservation"}:
-                scontrol_resv().update(self, pairs)
+                scontrol_resv.update(self, pairs)
             else:
                 self.error("No valid entity in update command")
                 self.error('Input line must include "NodeName", "PartitionName", "Reservation=<name>", '
@@ -584,13 +584,6 @@ class Scontrol:
         from plurm.tools import scontrol_node
 
         scontrol_node.update_node(self, pairs)
-
-
-def scontrol_resv():
-    """The reservation commands (tools/scontrol_resv.py), imported when used."""
-    from plurm.tools import scontrol_resv as module
-
-    return module
 
 
 def _slurm_message(text: str) -> str:
