@@ -45,7 +45,7 @@ from plurm.wire import auth, authtype, envelope, protocol, stepcred
 from plurm.wire.client import daemon_uids, key_path_for
 from plurm.wire.hardening import bind_address, guard, guarded_router
 from plurm.common import environment
-from plurm.nodeagent import jobstate, launch, sampling, stepbind, stepusage
+from plurm.nodeagent import container, jobstate, launch, sampling, stepbind, stepusage
 from plurm.nodeagent.confinement import Confinement, ConfinementError, acct_frequency
 from plurm.nodeagent.devices import NodeDevices, UsageStats
 from plurm.nodeagent.jobstate import RunRecord, StepRecord
@@ -491,7 +491,7 @@ class NodeDaemon:
         try:
             proc = launch.start_stepd(msg, self.name, self.spool, self.key_path, task_prolog=scripts.task_prolog,
                                       cgroup=setup.payload() if setup else None, acct_freq=self.sampler.every_s,
-                                      binding=binding)
+                                      binding=binding, oci=container.load_oci_conf(os.path.dirname(self.conf_path)))
         except OSError as exc:
             log.error("step %s.%s failed to launch: %s", msg.job_id, msg.step_id, exc)
             if setup is not None and not here:

@@ -30,7 +30,7 @@ import zmq
 from plurm.wire import envelope
 from plurm.wire.auth import KeyAuth
 from plurm.common import environment
-from plurm.nodeagent import confinement, launch, stepbind, stepusage
+from plurm.nodeagent import confinement, container, launch, stepbind, stepusage
 from plurm.nodeagent.stepd_attach import Listeners
 from plurm.nodeagent.stepd_pmi import StepPmi
 from plurm.nodeagent.stepd_io import Stdin, TaskIo, start_task
@@ -118,10 +118,24 @@ def main() -> int:
         env.update(pmi_env)
         task_io = TaskIo.of(io, rank=rank, node_id=msg["node_id"], job_id=msg["job_id"], work_dir=msg["work_dir"],
                             shared=shared)
+        argv = msg["argv"]
+        if env.get("SLURM_CONTAINER") and payload.get("oci") is not None:  # --container (nodeagent/container.py)
+            try:
+                argv = container.task_argv(payload["oci"], argv, env, bundle=env["SLURM_CONTAINER"],
+                                           work_dir=msg["work_dir"], spool=os.getcwd(), job_id=msg["job_id"],
+                                           step_id=msg["step_id"], task_id=rank, node=node_name,
+                                           user=payload["owner"]["name"], uid=payload["owner"]["uid"],
+                                           gids=(payload["owner"]["gid"], *payload["owner"]["groups"]))
+            except (container.ContainerError, OSError) as exc:
+                send("task_output", {"task": rank, "stream": 2,
+                                     "data": f"slurmstepd: error: container: {exc}\n"})
+                send("task_exit", {"task": rank, "exit_code": 1, "signal": 0,
+                                   "launch_failed": "Slurmd could not execve job"})
+                continue
         try:
             # As the job's owner: the directory, files, TaskProlog and exec happen after the switch
             # (and after it entered the step's cgroup, as root: ``join``).
-            started = start_task(msg["argv"], env, msg["work_dir"], launch.Owner.from_payload(payload["owner"]),
+            started = start_task(argv, env, msg["work_dir"], launch.Owner.from_payload(payload["owner"]),
                                  payload.get("task_prolog"), task_io, join=join, cpus=place.get("cpus"),
                                  mems=place.get("mems"), pass_fds=pmi_fds)
         except OSError as exc:

@@ -38,7 +38,7 @@ _AS_SLURM = "acts (as Slurm without the plugin: "
 REST = {
     "cpu-freq": _AS_SLURM + "no cpufreq here)", "gpu-freq": _AS_SLURM + "no GPU clock control)",
     "switches": _AS_SLURM + "topology/none)", "bb": _AS_SLURM + "no burst buffer)",
-    "bbf": _AS_SLURM + "no burst buffer)", "container": _AS_SLURM + "no oci.conf)",
+    "bbf": _AS_SLURM + "no burst buffer)", "container": "acts (oci.conf RunTimeRun; without oci.conf as Slurm)",
     "clusters": "acts (one cluster)", "cluster-constraint": _AS_SLURM + "no federation)",
     "network": _AS_SLURM + "no switch plugin)", "power": _AS_SLURM + "no power plugin)",
     "context": _AS_SLURM + "no SELinux)", "batch": _AS_SLURM + "no node_features)",
@@ -50,7 +50,9 @@ NOTES = {
     "gpu-freq": "SLURM_GPU_FREQ (sbatch, salloc), `TresFreq=gpu:...`; 22.05's refusal of a bad value",
     "switches": "`Switches=N@HH:MM:SS` (MaxSwitchWait 5 min by default); placement unchanged",
     "bb": "`BurstBuffer=` shown, the job runs", "bbf": "accepted, nothing shown, the job runs",
-    "container": "the job runs uncontained with SLURM_CONTAINER and `Container=`; salloc refuses it without "
+    "container": "with oci.conf's `RunTimeRun=` (crun, runc) srun's tasks run in the bundle "
+                 "(nodeagent/container.py; the batch script itself does not); without oci.conf the job runs "
+                 "uncontained with SLURM_CONTAINER and `Container=`, as 22.05; salloc refuses it without "
                  "LaunchParameters=use_interactive_step",
     "clusters": "this cluster's name (or `all`): `Submitted batch job N on cluster NAME`; any other: 22.05's "
                 "\"No cluster 'X' known by database.\" (exit 1 when none is known)",

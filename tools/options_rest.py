@@ -7,7 +7,9 @@ cluster without the matching plugin or hardware (no cpufreq in sysfs, no GPU clo
 no switch topology, no burst buffer, no oci.conf, no federation, no SELinux, one cluster in
 the accounting): each was run on the real one (tests/tools/reference/options_rest/, capture.py)
 and this module gives the same messages, exit codes, job variables and ``scontrol show job``
-fields.  What the controller refuses (``--batch``) is in corescheduler/core_rest.py.
+fields.  What the controller refuses (``--batch``) is in corescheduler/core_rest.py; with an
+oci.conf beside slurm.conf, srun's tasks of a ``--container`` job run in the bundle through
+its RunTimeRun (nodeagent/container.py).
 
 On the commands' start-up path: it imports nothing (the option table parsed the values).
 """

@@ -167,7 +167,7 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     switches: int | None = None  # --switches count (no switch topology: shown only)
     switch_wait_s: int | None = None
     burst_buffer: str | None = None  # --bb (no burst buffer plugin: shown only)
-    container: str | None = None  # --container (no oci.conf: the job runs uncontained, SLURM_CONTAINER)
+    container: str | None = None  # --container (SLURM_CONTAINER; with oci.conf: nodeagent/container.py)
     cluster_features: str | None = None  # --cluster-constraint (no federation: shown only)
     network: str | None = None  # --network (no switch plugin: shown only)
     power: str | None = None  # --power=level (no power plugin: shown only)
