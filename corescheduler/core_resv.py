@@ -195,9 +195,10 @@ class AdvanceReservations:
     # ------------------------------------------------------------------ scheduling
     def resv_demand(self, job: model.Job, demand: Any, now: float) -> Any:
         """The job's demand with the nodes reservations keep from it taken out."""
-        held = self.resv and self.__dict__["_resv_held"]
-        if not self.resv:
-            return demand
+        table = self.resv
+        if not table and not job.spec.reservation:
+            return demand  # (no reservations: nothing to do for the usual job)
+        held = self.__dict__["_resv_held"]
         held.pop(job.job_id, None)
         own = self.resv.get(job.spec.reservation) if job.spec.reservation else None
         end = None if job.time_limit is None else now + job.time_limit * 60.0

@@ -199,6 +199,9 @@ def test_daily_reservations_roll_forward_and_a_deleted_ones_jobs_say_so() -> Non
     _resv(service, "delete", name="d", now=T0 + 2 * HOUR)
     core.schedule(T0 + 2 * HOUR + 1)
     assert (job.state, job.reason) == (model.PENDING, "ReservationDeleted")
+    _resv(service, "delete", name="w", now=T0 + 2 * HOUR)  # the last one gone: it still waits
+    core.schedule(T0 + 2 * HOUR + 2)
+    assert (job.state, job.reason) == (model.PENDING, "ReservationDeleted")
 
 
 def test_reservations_survive_a_restart_through_the_store_text() -> None:
