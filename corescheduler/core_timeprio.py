@@ -15,8 +15,8 @@ As Slurm 22.05 behaves (measured: tests/integration/reference/timeprio/):
   Priority=`` is (never recomputed).  TOP is the highest a job can get.
 - **--deadline**: a pending job that can no longer end by its deadline, that is whose
   start now plus its --time-min (or, without one, its time limit) passes the deadline,
-  ends in state DEADLINE (scontrol ExitCode 0:1, sacct 1:0; Reason DeadLine, StartTime = EndTime = then).  A
-  job with --time-min starts with its limit cut to what is left before the deadline
+  ends in state DEADLINE (scontrol ExitCode 0:1, sacct 1:0; Reason DeadLine; StartTime =
+  EndTime = then), at a tick or instead of starting.  A job with --time-min starts with its limit cut to what is left before the deadline
   (whole minutes, never below --time-min) and so ends TIMEOUT by then at the latest.  A
   --time-min that already passes the deadline at submission is refused: "Invalid
   time-min specification (exceeds job's time or other limits)"; so is a --time-min longer
@@ -25,7 +25,9 @@ As Slurm 22.05 behaves (measured: tests/integration/reference/timeprio/):
 - **--tmp**: refused unless a node of the partition has that much TmpDisk ("Temporary disk
   specification can not be satisfied"), then only such nodes are used.
 - **--prefer**: its features must be nodes' features ("Invalid preferred feature
-  specification").
+  specification"); a job started where it is met shows it as its Features.
+- **-O/--overcommit**: its tasks are laid out evenly over the nodes it got (the CPUs of
+  one task per node, timeprio_place.py).
 - **-k/--no-kill**: a failed node that is not the batch host is taken out of the job,
   which keeps running on its other nodes (its NodeList shrinks); the batch host's failure
   ends or requeues the job as without -k.
