@@ -16,8 +16,9 @@ As Slurm 22.05 behaves (measured: tests/integration/reference/timeprio/):
 - **--deadline**: a pending job that can no longer end by its deadline, that is whose
   start now plus its --time-min (or, without one, its time limit) passes the deadline,
   ends in state DEADLINE (scontrol ExitCode 0:1, sacct 1:0; Reason DeadLine; StartTime =
-  EndTime = then), at a tick or instead of starting.  A job with --time-min starts with its limit cut to what is left before the deadline
-  (whole minutes, never below --time-min) and so ends TIMEOUT by then at the latest.  A
+  EndTime = then), at a tick or instead of starting.  A job with --time-min starts with
+  its limit cut to what is left before the deadline (whole minutes, never below
+  --time-min) and so ends TIMEOUT by then at the latest.  A
   --time-min that already passes the deadline at submission is refused: "Invalid
   time-min specification (exceeds job's time or other limits)"; so is a --time-min longer
   than the time limit; a deadline already past: "Requested time limit is invalid (missing
