@@ -88,6 +88,12 @@ def test_pmi2_and_pmi1_clients_fence_across_two_nodes(cluster: Cluster, workdir:
     for rank in range(4):
         assert f"rank {rank}: round 0: v0-0 v0-1 v0-2 v0-3" in proc.stdout
         assert f"rank {rank}: round 1: v1-0 v1-1 v1-2 v1-3" in proc.stdout
+    # Output to files: plurmstepd reads no pipes, and serves PMI until the tasks are done.
+    proc = _srun(cluster, workdir, "-N2", "--ntasks-per-node=2", "--mpi=pmi2", "-o", "pmi.%t", sys.executable,
+                 str(CLIENT))
+    assert proc.returncode == 0, proc.stderr
+    for rank in range(4):
+        assert f"rank {rank}: val0 val1 val2 val3\n" in (workdir / f"pmi.{rank}").read_text()
     cluster.wait_idle()
 
 
