@@ -120,6 +120,10 @@ def test_task_environment_for_torch_distributed(cluster: Cluster, workdir: Path)
     # Without --mpi (MpiDefault=none) a task gets no PMI and no SLURM_MPI_TYPE, as in 22.05.
     plain = _srun(cluster, workdir, "-n1", "bash", "-c", "echo ${PMI_FD:-none} ${SLURM_MPI_TYPE:-unset}")
     assert plain.stdout == "none unset\n", plain.stderr
+    # --mpi=none wins over SLURM_MPI_TYPE (the option over its variable, as for every srun option).
+    plain = _srun(cluster, workdir, "-n1", "--mpi=none", "bash", "-c", "echo ${PMI_FD:-none}",
+                  env={"SLURM_MPI_TYPE": "pmi2"})
+    assert plain.stdout == "none\n", plain.stderr
     cluster.wait_idle()
 
 
