@@ -62,7 +62,7 @@ class NodeEvents:
 
     # ------------------------------------------------------------------ steps
     def step_create(self, job_id: int, who: Identity, now: float, name: str, ntasks: int | None, nodes_min: int | None,
-                    cpus_per_task: int | None, nodelist: list[str]) -> dict[str, Any]:
+                    cpus_per_task: int | None, nodelist: list[str], overcommit: bool = False) -> dict[str, Any]:
         self._at(now)
         job = self.owned_job(job_id, who)
         if job.state != model.RUNNING:
@@ -81,7 +81,8 @@ class NodeEvents:
         if count > len(names):
             raise RequestError("Requested node configuration is not available", "ConfigUnavailable")
         names, capacity = names[:count], capacity[:count]
-        if (ntasks > sum(capacity) and not job.spec.overcommit) or ntasks < count:  # (-O: more tasks than CPUs)
+        overcommit = overcommit or job.spec.overcommit  # -O (the step's srun, or the job's): more tasks than CPUs
+        if (ntasks > sum(capacity) and not overcommit) or ntasks < count:
             raise RequestError("More processors requested than permitted", "TooManyProcessors")
         tasks = [1] * count
         left = ntasks - count
@@ -89,7 +90,7 @@ class NodeEvents:
             extra = min(left, capacity[i] - 1)
             tasks[i] += extra
             left -= extra
-        for i in range(left if job.spec.overcommit else 0):  # -O: the tasks beyond the CPUs, dealt in turn
+        for i in range(left if overcommit else 0):  # -O: the tasks beyond the CPUs, dealt in turn
             tasks[i % count] += 1
         step_id = job.next_step_id
         job.next_step_id += 1

@@ -262,7 +262,7 @@ class Service:
 
     def step_create(self, msg: protocol.StepCreate, who: Identity, now: float) -> dict[str, Any]:
         return self.core.step_create(msg.job_id, who, now, msg.name, msg.ntasks, msg.nodes_min,
-                                     msg.cpus_per_task, msg.nodelist)
+                                     msg.cpus_per_task, msg.nodelist, overcommit=msg.overcommit)
 
     def step_complete(self, msg: protocol.StepComplete, who: Identity, now: float) -> dict[str, Any]:
         job = self.core.jobs.get(msg.job_id)

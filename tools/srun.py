@@ -451,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
             "ntasks": ntasks,
             "nodes_min": nodes_min if not own_allocation else None,
             "cpus_per_task": options.get("cpus-per-task"), "nodelist": list(nodelist) if not own_allocation else [],
+            "overcommit": options.get("overcommit") is True,  # -O (or SLURM_OVERCOMMIT=1 from a -O job)
         })
     except ClientError as exc:
         print(f"srun: error: Unable to create step for job {job_id}: {exc}", file=sys.stderr)

@@ -116,6 +116,7 @@ class StepCreate(Msg):
     nodes_min: int | None = None
     cpus_per_task: int | None = None
     nodelist: list[str] = []
+    overcommit: bool = False  # srun -O: more tasks than the allocation's CPUs (issue 14, timeprio)
 
 
 class StepComplete(Msg):

@@ -154,6 +154,11 @@ def test_spread_use_min_nodes_and_overcommit_shape_the_allocation() -> None:
     assert (len(fewest.nodes), sum(fewest.cpus)) == (1, 4)  # measured: NumNodes=1 NumCPUs=4
     over = _started(core, _submit(service, ntasks=8, nodes_min=1, nodes_max=1, overcommit=True))
     assert (over.cpus, over.tasks) == ([1], [8])  # measured: NumCPUs=1 NumTasks=8 (SLURM_TASKS_PER_NODE)
+    assert core.step_create(over.job_id, ALICE, T0, "s", 8, None, None, [])["tasks"] == [8]
+    single = _started(core, _submit(service, ntasks=1))
+    with pytest.raises(RequestError, match="More processors requested than permitted"):
+        core.step_create(single.job_id, ALICE, T0, "s", 3, None, None, [])
+    assert core.step_create(single.job_id, ALICE, T0, "s", 3, None, None, [], overcommit=True)["tasks"] == [3]
 
 
 # ---------------------------------------------------------------- --no-kill

@@ -56,6 +56,11 @@ def test_nodefile_deadline_and_overcommit_act(cluster: Cluster, tmp_path: Path) 
     job = cluster.wait_state(over, "COMPLETED")
     assert job["cpus"] == [1]
     assert (tmp_path / "over.out").read_text().split() == ["1", "4", "4"]  # (reference env_options.out)
+    # srun -O in a job without it: a step of more tasks than the job's CPUs.
+    step = cluster.sbatch("-n1", "-o", str(tmp_path / "step.out"), "--wrap", "srun -O -n3 hostname | wc -l",
+                          cwd=tmp_path)
+    cluster.wait_state(step, "COMPLETED")
+    assert (tmp_path / "step.out").read_text().strip() == "3"
 
 
 def test_scontrol_shows_the_time_fields_as_slurm(cluster: Cluster, tmp_path: Path) -> None:
