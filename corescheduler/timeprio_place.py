@@ -113,8 +113,6 @@ def _spread(scheduler: Scheduler, demand: Demand, partition: Partition) -> Alloc
     """--spread-job: the most nodes first (one task each at least), down to the minimum."""
     usable = len(scheduler._usable_order(partition.name))
     most = min(demand.ntasks, usable, demand.nodes_max or usable)
-    if demand.ntasks_per_node:
-        most = min(most, usable)
     for count in range(most, demand.nodes_min - 1, -1):
         alloc = scheduler.try_place(dataclasses.replace(demand, nodes_min=count,
                                                         nodes_max=max(count, demand.nodes_min)), partition)
