@@ -187,6 +187,44 @@ _HET_NAMES = ("SLURM_CPUS_PER_TASK", "SLURM_JOB_ACCOUNT", "SLURM_JOB_CPUS_PER_NO
               "SLURM_TASKS_PER_NODE")
 
 
+# salloc's variables that a heterogeneous allocation does not name per component.
+_SALLOC_UNGROUPED = ("SLURM_CLUSTER_NAME", "SLURM_CONF", "SLURM_SUBMIT_DIR", "SLURM_SUBMIT_HOST")
+
+
+def salloc_het_environment(environ: dict[str, str], components: list[dict[str, Any]], **where: Any
+                           ) -> dict[str, str]:
+    """`salloc A : B`'s command's environment (22.05.8: reference/hetjob/salloc_env.txt): salloc's
+    variables per component only (…_HET_GROUP_K, …_PACK_GROUP_K), the hetjob's id, and the
+    tasks of all components; none of component 0's plain SLURM_JOB_NODELIST and the like."""
+    env = dict(environ)
+    size = str(len(components))
+    env.update({"SLURM_HET_SIZE": size, "SLURM_PACK_SIZE": size})
+    tasks = 0
+    for component in components:
+        own = job_variables(component, (component.get("nodes") or [""])[0], binding=None, **where)
+        offset = (component.get("spec") or {}).get("het_job_offset", 0)
+        for name, value in own.items():
+            if name in SALLOC_VARIABLES and name not in _SALLOC_UNGROUPED:
+                env[f"{name}_HET_GROUP_{offset}"] = env[f"{name}_PACK_GROUP_{offset}"] = value
+        tasks += int(own.get("SLURM_NTASKS") or 0)
+        if not offset:
+            env.update({name: own[name] for name in _SALLOC_UNGROUPED if name in own})
+            env["SLURM_JOB_ID"] = str(component["job_id"])
+    if tasks:
+        env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(tasks)
+    return env
+
+
+def het_job_id(env: dict[str, str], job_id: int) -> str | None:
+    """The hetjob a step's job ``job_id`` is a component of, from the allocation's variables
+    (SLURM_JOB_ID_HET_GROUP_K); None if it is none (a stale copy names other jobs)."""
+    size = env.get("SLURM_HET_SIZE", "")
+    if not size.isdigit() or int(size) > 128:
+        return None
+    ids = [env.get(f"SLURM_JOB_ID_HET_GROUP_{k}") for k in range(int(size))]
+    return ids[0] if str(job_id) in ids else None
+
+
 def het_variables(components: list[dict[str, Any]], node_name: str, **where: Any) -> dict[str, str]:
     """SLURM_HET_SIZE and each component's variables (core_hetjob.model_dict's records)."""
     where.pop("binding", None)  # (a component's devices are its nodes' business)
@@ -227,6 +265,9 @@ def task_environment(base: dict[str, str], *, job_id: int, step_id: int, rank: i
         "SLURM_JOB_ID": str(job_id),
         "SLURM_JOBID": str(job_id),
     })
+    het = het_job_id(base, job_id)
+    if het is not None:  # a step in a hetjob's component is named by the hetjob (22.05.8: step_env.txt)
+        env["SLURM_JOB_ID"] = env["SLURM_JOBID"] = het
     env["SLURM_TASK_PID"] = str(os.getpid())
     if local_id == 0:
         # 22.05's slurmstepd gives TMPDIR to the first task it starts on a node only
@@ -289,7 +330,8 @@ def step_environment(environ: dict[str, str], job: dict[str, Any], node_name: st
     sets the vendor's device variables: it knows its devices.
     """
     env = dict(environ)
-    inside = environ.get("SLURM_JOB_ID") == str(job["job_id"])
+    het = het_job_id(environ, job["job_id"])  # a hetjob's component: its steps are the hetjob's
+    inside = environ.get("SLURM_JOB_ID") in (str(job["job_id"]), het or str(job["job_id"]))
     own = job_variables(job, node_name, binding=None, **where)
     for name in MEMORY_VARIABLES:  # not even --mem-per-cpu's (22.05: `srun -n2 --mem-per-cpu=100`)
         own.pop(name, None)
@@ -304,9 +346,12 @@ def step_environment(environ: dict[str, str], job: dict[str, Any], node_name: st
         "SLURM_UMASK": f"{current_umask():04o}",
         "SRUN_DEBUG": "3",  # srun's log level (info), which its tasks inherit
     })
+    if het is not None:
+        env["SLURM_JOB_ID"] = env["SLURM_JOBID"] = het
     if inside:
         env["SLURM_DISTRIBUTION"] = distribution or "block"
-        env["SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0"] = compress_counts(job.get("cpus", []))
+        if het is None:  # (a hetjob's _PACK_GROUP_K are the batch script's)
+            env["SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0"] = compress_counts(job.get("cpus", []))
     elif distribution:
         env["SLURM_DISTRIBUTION"] = distribution
     return env

@@ -62,13 +62,17 @@ def main(argv: list[str] | None = None) -> int:
     from plurm.tools.options_rest import job_variables
 
     env.update(job_variables("salloc", options))  # SLURM_CPU_FREQ_REQ, SLURM_GPU_FREQ, SLURM_NETWORK
-    if components:  # every component's variables, by group, as a hetjob's batch script has them
-        from plurm.common.environment import het_variables
+    if components:  # a hetjob: salloc's variables per component, instead of component 0's alone
+        from plurm.common.environment import MEMORY_VARIABLES, SALLOC_VARIABLES, salloc_het_environment
 
         records = conn.request("job_info", {"job_ids": [str(job_id)]})["jobs"]
-        env.update(het_variables(sorted(records, key=lambda r: r["job_id"]), job["nodes"][0],
-                                 cluster=settings.cluster_name, conf_path=settings.conf,
-                                 ctld_host=settings.host_names[0], ctld_port=settings.port))
+        het_env = salloc_het_environment(environ, sorted(records, key=lambda r: r["job_id"]),
+                                         cluster=settings.cluster_name, conf_path=settings.conf,
+                                         ctld_host=settings.host_names[0], ctld_port=settings.port)
+        for name in (*SALLOC_VARIABLES, *MEMORY_VARIABLES):
+            if name not in het_env:
+                env.pop(name, None)
+        env.update(het_env)
     import shutil
     import signal
 

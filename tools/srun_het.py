@@ -27,13 +27,14 @@ def _groups(value: str) -> list[int] | None:
         lo, dash, hi = part.partition("-")
         if not lo.isdigit() or (dash and not hi.isdigit()):
             return None
-        out.extend(range(int(lo), int(hi if dash else lo) + 1))
+        first, last = int(lo), int(hi if dash else lo)
+        out.extend(range(first, last + 1) if last - first <= 1024 else (first, last))  # (its ends: too big)
     return sorted(set(out)) or None
 
 
 def _too_big(group: int, size: int) -> str:
-    return (f"srun: error: Attempt to run a job step with het group value of {group}, "
-            f"but the job allocation has maximum value of {size - 1}")
+    # (22.05.8's words: tests/integration/reference/hetjob/step_env.txt, nonhet.txt)
+    return f"srun: error: Requested het-group offset exceeds highest hetjob index ({group} > {size - 1})"
 
 
 def component_job(options: Mapping[str, Any], environ: dict[str, str]
@@ -49,7 +50,8 @@ def component_job(options: Mapping[str, Any], environ: dict[str, str]
         return None, 0, None
     groups = _groups(str(value))
     if groups is None:
-        return None, 0, f"srun: error: Invalid --het-group value: {value}"
+        return None, 0, (f"srun: error: _parse_single_range: Invalid range: `{value}'\n"
+                         f"srun: error: Invalid --het-group value: {value}")
     size = int(environ.get("SLURM_HET_SIZE") or 1)
     if groups[-1] >= size:
         return None, 0, _too_big(groups[-1], size)
@@ -90,6 +92,9 @@ def run_components(argv: list[str], req: Any, environ: dict[str, str]) -> int:
     else:
         targets = list(enumerate(split_argv(argv)))
     conn = None
+    if len(groups) > 1 and not inside:  # (no hetjob to name groups of: as in a job that is none)
+        print(_too_big(groups[-1], 1), file=sys.stderr)
+        return 1
     if inside:
         size = int(environ.get("SLURM_HET_SIZE") or 1)
         if targets[-1][0] >= size:
@@ -112,6 +117,10 @@ def run_components(argv: list[str], req: Any, environ: dict[str, str]) -> int:
         except KeyboardInterrupt:
             return 1
         jobs = [str(leader["job_id"] + g) for g, _ in targets]
+        # the children's steps are the hetjob's (common/environment.het_job_id): name its components
+        environ = dict(environ, SLURM_HET_SIZE=str(len(jobs)), SLURM_PACK_SIZE=str(len(jobs)))
+        for g, job in enumerate(jobs):
+            environ[f"SLURM_JOB_ID_HET_GROUP_{g}"] = environ[f"SLURM_JOB_ID_PACK_GROUP_{g}"] = job
     children = [subprocess.Popen([sys.executable, "-m", "plurm.tools.srun", *words],
                                  env=dict(environ, **{CHILD: f"{job}:{g}"}))
                 for job, (g, words) in zip(jobs, targets)]

@@ -62,7 +62,8 @@ def test_two_components_start_together_with_slurms_ids_env_and_cancel(cluster: C
     # srun --het-group=1 runs in component 1's allocation, --het-group=0,1 in both at once.
     srun1 = workdir / "srun1-batch.txt"
     wait_for(lambda: srun1.is_file() and "ready" in srun1.read_text(), what="the sruns")
-    assert srun1.read_text().splitlines()[0] == f"{leader + 1} 2 {other['nodes'][0]}"
+    # (its tasks see the hetjob's id, as 22.05.8's: reference step_env.txt)
+    assert srun1.read_text().splitlines()[0] == f"{leader} 2 {other['nodes'][0]}"
     assert sorted((workdir / "several-batch.txt").read_text().splitlines()) == ["C 1", "C 2", "C 2"]
 
     # squeue and scontrol name the components N+K, as Slurm's (reference run_squeue.txt).
@@ -108,11 +109,19 @@ def test_scancel_of_a_pending_component_is_refused_as_slurm_refuses_it(cluster: 
 
 
 def test_salloc_with_a_colon_makes_a_heterogeneous_allocation(cluster: Cluster, workdir: Path) -> None:
-    proc = cluster.run("salloc", "-n1", "-c2", ":", "-n2", "bash", "-c",
-                       "echo $SLURM_JOB_ID $SLURM_HET_SIZE $SLURM_JOB_ID_HET_GROUP_1 $SLURM_NTASKS_HET_GROUP_1",
-                       cwd=workdir, check=True)
+    proc = cluster.run("salloc", "-n1", ":", "-n2", "bash", "-c", "env | grep ^SLURM | sort", cwd=workdir,
+                       check=True)
     leader = int(proc.stderr.split("Granted job allocation ")[1].split()[0])
-    assert proc.stdout.split() == [str(leader), "2", str(leader + 1), "2"]
+    lines = proc.stdout.splitlines()
+    got = dict(line.partition("=")[::2] for line in lines)
+    want = dict(line.partition("=")[::2] for line in (REFERENCE / "salloc_env.txt").read_text().splitlines())
+    if "SLURM_JOB_ACCOUNT_HET_GROUP_0" not in got:  # (the local cluster has no account; the reference's has)
+        want = {k: v for k, v in want.items() if "_ACCOUNT_" not in k}
+    missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want) - {"SLURM_UMASK"})
+    assert (missing, extra) == ([], [])  # the same names as 22.05.8's
+    assert (got["SLURM_JOB_ID"], got["SLURM_HET_SIZE"], got["SLURM_JOB_ID_HET_GROUP_1"]) == \
+        (str(leader), "2", str(leader + 1))
+    assert (got["SLURM_NTASKS"], got["SLURM_NTASKS_HET_GROUP_1"]) == ("3", "2")
     cluster.wait_state(f"{leader}+1", "COMPLETED")  # ended with component 0's end
 
 
@@ -122,6 +131,6 @@ def test_srun_with_a_colon_runs_each_part_in_its_component(cluster: Cluster, wor
     lines = sorted(proc.stdout.splitlines())
     assert [line.split()[0] for line in lines] == ["A", "B", "B"]
     leader = int(lines[0].split()[1])
-    assert {line.split()[1] for line in lines[1:]} == {str(leader + 1)}
+    assert {line.split()[1] for line in lines[1:]} == {str(leader)}  # the hetjob's id, in every component
     cluster.wait_state(f"{leader}+1", "COMPLETED")
     assert cluster.job(f"{leader}+0")["state"] == "COMPLETED"
