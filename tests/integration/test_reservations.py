@@ -14,13 +14,37 @@ import re
 import signal
 from pathlib import Path
 
+from collections.abc import Iterator
+
+import pytest
+
 from plurmtest import Cluster, wait_for
 
 RESV_NODES = "ReqNodeNotAvail, May be reserved for other job"
 
 
-def test_a_maintenance_reservation_holds_its_node_for_its_jobs(fresh_cluster: Cluster, tmp_path: Path) -> None:
-    c = fresh_cluster
+@pytest.fixture
+def resv_cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """2 nodes of 2 CPUs, whose job ids start at 41001: the cgroups of jobs 1, 2, ... under
+    slurm_n1 are often another test cluster's on a busy host (plurmd then refuses to launch)."""
+    from plurm.tools.localcluster import ClusterShape, LocalCluster
+
+    local = LocalCluster(str(tmp_path / "cluster"))
+    local.write_files(ClusterShape(nodes=2, cpus_per_node=2, memory_per_node=2000))
+    conf = Path(local.conf_path)
+    conf.write_text(conf.read_text() + "FirstJobId=41001\n")
+    env = dict(os.environ, SLURM_CONF=str(conf))
+    env.pop("SLURM_JOB_ID", None)
+    c = Cluster(Path(local.dir), conf, env)
+    c.up()
+    try:
+        yield c
+    finally:
+        c.down()
+
+
+def test_a_maintenance_reservation_holds_its_node_for_its_jobs(resv_cluster: Cluster, tmp_path: Path) -> None:
+    c = resv_cluster
     user = pwd.getpwuid(os.getuid()).pw_name
     made = c.run("scontrol", "create", "reservation", "ReservationName=maint", "StartTime=now", "Duration=60",
                  "Nodes=n1", f"Users={user}", "Flags=MAINT")
