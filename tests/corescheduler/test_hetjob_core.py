@@ -212,3 +212,14 @@ def test_a_requeued_hetjob_goes_back_whole_and_starts_together_again() -> None:
     assert all(n.alloc_cpus == 0 for n in core.nodes.values())
     core.schedule(T0 + 7 + core.settings.cred_expire)
     assert [lead.state, other.state] == [model.RUNNING, model.RUNNING]
+
+
+def test_test_only_checks_every_component_and_makes_no_job() -> None:
+    core, service = _core()
+    specs = [JobSpec(script=SCRIPT, ntasks=1), JobSpec(ntasks=2)]
+    reply = service.submit(protocol.SubmitJob(spec=specs[0], components=specs[1:], test_only=True), ALICE, T0)
+    assert reply["test_only"] and reply["nodes"] and core.jobs == {}
+    too_many = [JobSpec(script=SCRIPT)] + [JobSpec() for _ in range(128)]
+    with pytest.raises(RequestError) as refused:
+        service.submit(protocol.SubmitJob(spec=too_many[0], components=too_many[1:]), ALICE, T0)
+    assert refused.value.code == "HetJobTooBig" and core.jobs == {}
