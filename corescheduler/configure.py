@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from plurm.corescheduler.accounts import AccountBook
+from plurm.corescheduler import topology
 from plurm.corescheduler.backfill import BackfillParams
 from plurm.corescheduler.core import ClusterCore, CoreSettings
 from plurm.wire.model import Job, Node, Partition, StepRecord
@@ -24,6 +25,7 @@ def nodes_from_conf(conf) -> dict[str, Node]:
             cpus=nc.cpus, sockets=nc.sockets, cores_per_socket=nc.cores_per_socket,
             threads_per_core=nc.threads_per_core, boards=nc.boards, real_memory=nc.real_memory,
             tmp_disk=nc.tmp_disk, weight=nc.weight, features=list(nc.features), gres=list(nc.gres),
+            cpu_spec_list=topology.spec_cpus(nc.raw, nc.sockets, nc.cores_per_socket, nc.threads_per_core),
         )
         state = (nc.state or "").upper()
         if state.startswith("DRAIN"):

@@ -34,7 +34,7 @@ log = logging.getLogger("plurmctld")
 # its run-time state.  Its address and port stay until the daemons restart (plurmd keeps
 # listening where it bound, as slurmd: Slurm asks for a restart when they change).
 CONFIG_FIELDS = ("cpus", "sockets", "cores_per_socket", "threads_per_core", "boards", "real_memory",
-                 "tmp_disk", "weight", "features", "gres")
+                 "tmp_disk", "weight", "features", "gres", "cpu_spec_list")
 RESTART_FIELDS = ("addr", "hostname", "port")
 
 

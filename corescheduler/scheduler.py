@@ -203,9 +203,10 @@ class Scheduler:
         # Preference order: lowest Weight first, then slurm.conf order.
         self._pref = sorted(range(len(self._names)), key=lambda i: (nodes[self._names[i]].weight, i))
         self._weights = [n.weight for n in nodes.values()]  # the kernel's best fit is per Weight
-        self.free_cpus = [n.cpus - n.alloc_cpus for n in nodes.values()]
+        # (cpus_effective: all but the node's specialized CPUs, CoreSpecCount/CPUSpecList: topology.py)
+        self.free_cpus = [n.cpus_effective - n.alloc_cpus for n in nodes.values()]
         self.free_mem = [n.real_memory - n.alloc_mem for n in nodes.values()]
-        self.total_cpus = [n.cpus for n in nodes.values()]
+        self.total_cpus = [n.cpus_effective for n in nodes.values()]
         self.units = [gres.node_units(n.gres) for n in nodes.values()]
         self._features = [frozenset(n.features) for n in nodes.values()]
         self._ignore_state = False  # fits_idle: every node counts as up and empty
@@ -245,7 +246,7 @@ class Scheduler:
                 while len(rows) <= row:
                     rows.append(0)
                 rows[row] += cpus
-                if rows[row] > node.cpus:
+                if rows[row] > node.cpus_effective:
                     raise AssertionError(f"node {name} oversubscribed (row {row})")
                 node.alloc_cpus = max(rows)
                 self.free_cpus[i] = 0
@@ -284,7 +285,7 @@ class Scheduler:
             else:
                 node.alloc_cpus = max(0, node.alloc_cpus - cpus)
             node.alloc_mem = max(0, node.alloc_mem - mem)
-            self.free_cpus[i] = 0 if rows else node.cpus - node.alloc_cpus
+            self.free_cpus[i] = 0 if rows else node.cpus_effective - node.alloc_cpus
             self.free_mem[i] = node.real_memory - node.alloc_mem
             self._share_changed(i)
 
@@ -594,8 +595,8 @@ class Scheduler:
         self._member_nodes: dict[str, list[Node]] = {}
         for p in self.partitions.values():
             members = [self.nodes[n] for n in p.nodes if n in self.nodes]
-            self._shape[p.name] = (len(members), max((n.cpus for n in members), default=0),
-                                   [n.cpus for n in members])
+            self._shape[p.name] = (len(members), max((n.cpus_effective for n in members), default=0),
+                                   [n.cpus_effective for n in members])
             inside = self._members[p.name]
             order = self._member_order[p.name] = [i for i in self._pref if self._names[i] in inside]
             # In preference order, beside the order (read by _usable_order).

@@ -141,7 +141,7 @@ def cpus_for(topo: Topology, node: Node, tasks: int, cpus_per_task: int) -> int:
     cpus = cores * threads
     if topo.min_cpus > cpus and not (topo.per_core or topo.per_socket):
         cpus = -(-topo.min_cpus // threads) * threads
-    return min(cpus, node.cpus)
+    return min(cpus, node.cpus_effective)
 
 
 def capacity(topo: Topology, node: Node, free_cpus: int, free_mem: int, cpus_per_task: int,
@@ -213,7 +213,7 @@ def refusal(topo: Topology | None, members: list[Node]) -> str | None:
         return None
     if not any(layout_fits(topo, n) for n in members):
         return LAYOUT_UNSATISFIABLE
-    if topo.min_cpus and not any(n.cpus >= topo.min_cpus for n in members if layout_fits(topo, n)):
+    if topo.min_cpus and not any(n.cpus_effective >= topo.min_cpus for n in members if layout_fits(topo, n)):
         return CPUS_UNSATISFIABLE
     return None
 
@@ -247,3 +247,38 @@ def _threads(sched: Scheduler) -> list[int] | None:
         cached = threads if any(t > 1 for t in threads) else None
         sched._topology_threads = cached
     return cached
+
+
+# -- a node's specialized cores (slurm.conf CoreSpecCount / CPUSpecList)
+
+def spec_cpus(raw: dict[str, str], sockets: int, cores_per_socket: int, threads: int) -> list[int]:
+    """The CPUs (Slurm's abstract ids: socket, then core, then thread) a node keeps for the
+    system.  CPUSpecList names CPUs (whole cores are kept: a thread names its core);
+    CoreSpecCount=N takes N cores from the highest down, the last core of each socket in
+    turn from the last socket (on the anchor, one socket of 4 cores: CoreSpecCount=1 is
+    CPUSpecList=3, measured; across sockets not measured).  A bad value keeps nothing (the
+    parser refused it before, grammar/slurmconf)."""
+    threads = max(threads, 1)
+    total_cores = max(sockets, 1) * max(cores_per_socket, 1)
+    listed = (raw.get("CPUSpecList") or raw.get("CpuSpecList") or "").strip()
+    chosen: set[int] = set()
+    if listed:
+        for item in listed.split(","):
+            lo, _, hi = item.partition("-")
+            if not lo.isdigit() or (hi and not hi.isdigit()):
+                return []
+            for cpu in range(int(lo), int(hi or lo) + 1):
+                if cpu // threads < total_cores:
+                    chosen.add(cpu // threads)
+    else:
+        count = raw.get("CoreSpecCount") or "0"
+        if not count.isdigit():
+            return []
+        wanted = min(int(count), total_cores)
+        depth = 0
+        while len(chosen) < wanted:
+            for socket in range(sockets - 1, -1, -1):
+                if len(chosen) < wanted and depth < cores_per_socket:
+                    chosen.add(socket * cores_per_socket + cores_per_socket - 1 - depth)
+            depth += 1
+    return [core * threads + t for core in sorted(chosen) for t in range(threads)]

@@ -515,7 +515,7 @@ def node_lines(node: dict) -> list[str]:
     head += f" CoresPerSocket={node.get('cores_per_socket', 1)} "
     load = node.get("cpu_load")
     lines = [head,
-             f"CPUAlloc={node.get('alloc_cpus', 0)} CPUEfctv={cpus} CPUTot={cpus} "
+             f"CPUAlloc={node.get('alloc_cpus', 0)} CPUEfctv={showtopology.cpus_effective(node)} CPUTot={cpus} "
              f"CPULoad={'N/A' if load is None else f'{load:.2f}'}"]
     features = ",".join(node.get("features") or []) or "(null)"
     lines.append(f"AvailableFeatures={features}")
@@ -530,6 +530,7 @@ def node_lines(node: dict) -> list[str]:
     lines.append(f"RealMemory={node.get('real_memory', 1)} AllocMem={node.get('alloc_mem', 0)} "
                  f"FreeMem={'N/A' if free is None else free} Sockets={node.get('sockets', 1)} "
                  f"Boards={node.get('boards', 1)}")
+    lines.extend(showtopology.spec_lines(node))  # CoreSpecCount= CPUSpecList=
     lines.append(f"State={node.get('state', 'UNKNOWN')} ThreadsPerCore={node.get('threads_per_core', 1)} "
                  f"TmpDisk={node.get('tmp_disk', 0)} Weight={node.get('weight', 1)} Owner=N/A MCS_label=N/A")
     parts = node.get("partitions") or []
@@ -538,7 +539,8 @@ def node_lines(node: dict) -> list[str]:
     lines.append(f"BootTime={iso(node.get('boot_time'), 'None')} "
                  f"SlurmdStartTime={iso(node.get('slurmd_start_time'), 'None')}")
     lines.append(f"LastBusyTime={iso(node.get('last_busy_time') or node.get('slurmd_start_time'))}")
-    lines.append(f"CfgTRES=cpu={cpus},mem={mem_exact(node.get('real_memory', 1))},billing={cpus}")
+    efctv = showtopology.cpus_effective(node)
+    lines.append(f"CfgTRES=cpu={efctv},mem={mem_exact(node.get('real_memory', 1))},billing={efctv}")
     lines.append(f"AllocTRES={node_alloc_tres(node)}")
     lines.append("CapWatts=n/a")
     lines.append("CurrentWatts=0 AveWatts=0")

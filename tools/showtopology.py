@@ -53,3 +53,21 @@ def min_cpus_node(spec: dict[str, Any], tasks_need: int) -> int:
 
 def per_tres_lines(spec: dict[str, Any]) -> list[str]:
     return [f"NtasksPerTRES={spec['ntasks_per_gpu']}"] if spec.get("ntasks_per_gpu") else []
+
+
+# -- scontrol show node: a node's specialized CPUs (CoreSpecCount / CPUSpecList)
+
+def cpus_effective(node: dict[str, Any]) -> int:
+    """CPUEfctv: the CPUs jobs may have (22.05.8 with CoreSpecCount=1 on 4 CPUs: 3)."""
+    return int(node.get("cpus", 1)) - len(node.get("cpu_spec_list") or [])
+
+
+def spec_lines(node: dict[str, Any]) -> list[str]:
+    """`   CoreSpecCount=1 CPUSpecList=3 ` after the RealMemory line, only for a node that has them."""
+    spec = node.get("cpu_spec_list") or []
+    if not spec:
+        return []
+    from plurm.grammar.hostlist import bitmap_ranges
+
+    threads = max(int(node.get("threads_per_core", 1)), 1)
+    return [f"CoreSpecCount={len({c // threads for c in spec})} CPUSpecList={bitmap_ranges(sorted(spec))} "]

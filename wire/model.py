@@ -302,6 +302,14 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
     reboot_next: str = ""  # the state after the reboot: "" (back in service), RESUME, DOWN, UNDRAIN
     reboot_time: float | None = None  # when the reboot was issued
     reboot_drained: bool = False  # ASAP drained it (the drain ends with the reboot)
+    # CoreSpecCount/CPUSpecList (corescheduler/topology.py, area topology): CPUs kept for the
+    # system, never given to jobs (scontrol: CPUEfctv = CPUTot minus these).
+    cpu_spec_list: list[int] = []
+
+    @property
+    def cpus_effective(self) -> int:
+        """The CPUs jobs may have: all but the specialized ones (Slurm's CPUEfctv)."""
+        return self.cpus - len(self.cpu_spec_list)
 
     @property
     def state(self) -> str:
@@ -312,7 +320,7 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
             base = "DOWN"
         elif self.alloc_cpus == 0:
             base = "IDLE"
-        elif self.alloc_cpus >= self.cpus:
+        elif self.alloc_cpus >= self.cpus_effective:
             base = "ALLOCATED"
         else:
             base = "MIXED"

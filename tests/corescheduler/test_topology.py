@@ -72,14 +72,17 @@ def _cases(name: str) -> list[tuple[str, list[str], dict[str, str]]]:
 
 CASES = _cases("anchor_sbatch.txt") + _cases("anchor_sbatch_full.txt")
 SMT_CASES = _cases("anchor_sbatch_smt.txt")
+SPEC_CASES = _cases("anchor_corespec.txt")
 
 
-def _anchor(smt_n4: bool = False) -> ClusterCore:
+def _anchor(smt_n4: bool = False, spec_n4: str = "") -> ClusterCore:
     nodes = {f"n{i}": Node(name=f"n{i}", cpus=4, sockets=1, cores_per_socket=4, threads_per_core=1,
                            real_memory=2800, gres=["gpu:4"], responding=True, boot_time=1.0)
              for i in range(1, 5)}
     if smt_n4:
         nodes["n4"].sockets, nodes["n4"].cores_per_socket, nodes["n4"].threads_per_core = 2, 1, 2
+    if spec_n4:  # as configure.nodes_from_conf reads `CoreSpecCount=1` from the node's line
+        nodes["n4"].cpu_spec_list = topology.spec_cpus({"CoreSpecCount": spec_n4}, 1, 4, 1)
     partitions = {"debug": Partition(name="debug", nodes=list(nodes), default=True)}
     return ClusterCore(nodes, partitions, CoreSettings(cluster_name="anchor", default_mem_per_cpu=256), now=T0)
 
@@ -140,7 +143,7 @@ def _compare(core: ClusterCore, label: str, argv: list[str], seen: dict[str, str
         assert compress_counts(job.tasks) == seen["SLURM_TASKS_PER_NODE"]
     if "SLURM_NTASKS" in seen:
         assert str(spec.get("ntasks") or sum(job.tasks)) == seen["SLURM_NTASKS"]
-    if "-w" in argv:
+    if "-w" in argv and seen["NumNodes"] == "1":
         assert compress_counts(job.nodes) == seen["NodeList"]
     if label not in NUMCPUS_DIFFERS:
         assert job.mem == [c * 256 for c in job.cpus]  # DefMemPerCPU per CPU given
@@ -244,3 +247,26 @@ def test_held_jobs_show_what_the_anchor_showed(argv: list[str], rc: int, out: st
         [f"NtasksPerTRES={fields['NtasksPerTRES']}"] if "NtasksPerTRES" in fields else [])
     job = _run(_anchor(), spec)
     assert (str(sum(job.tasks)), str(sum(job.cpus))) == (fields["NumTasks"], fields["NumCPUs"])
+
+
+@pytest.mark.parametrize("label,argv,seen", SPEC_CASES, ids=[c[0] for c in SPEC_CASES])
+def test_specialized_cores_are_not_given_to_jobs(label: str, argv: list[str], seen: dict[str, str]) -> None:
+    _compare(_anchor(spec_n4="1"), label, argv, seen)
+
+
+def test_scontrol_show_node_shows_the_specialized_cores() -> None:
+    from plurm.tools.showfmt import node_lines
+
+    theirs = (REFERENCE / "anchor_corespec.txt").read_text().split("--- scontrol show node n4\n", 1)[1]
+    core = _anchor(spec_n4="1")
+    node = msgspec.to_builtins(core.nodes["n4"])
+    ours = "\n".join(node_lines({**node, "state": core.nodes["n4"].state}))
+    assert core.nodes["n4"].cpu_spec_list == [3]
+    for key in ("CPUAlloc", "CPUEfctv", "CPUTot", "CoreSpecCount", "CPUSpecList"):
+        assert re.search(rf"{key}=\S*", ours).group(0) == re.search(rf"{key}=\S*", theirs).group(0), key
+    # (gres/gpu=4 in the anchor's: its AccountingStorageTRES=gres/gpu, not this core's)
+    assert re.search(r"CfgTRES=\S*", theirs).group(0).startswith(re.search(r"CfgTRES=\S*", ours).group(0))
+    assert "   CoreSpecCount=1 CPUSpecList=3 \n" in theirs and "\nCoreSpecCount=1 CPUSpecList=3 \n" in ours
+    assert ours.index("CoreSpecCount") > ours.index("RealMemory") and ours.index("CoreSpecCount") < ours.index("State=")
+    assert topology.spec_cpus({"CPUSpecList": "0,5"}, 1, 4, 2) == [0, 1, 4, 5]  # whole cores
+    assert topology.spec_cpus({"CoreSpecCount": "x"}, 1, 4, 1) == []
