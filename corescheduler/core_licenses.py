@@ -29,6 +29,10 @@ from plurm.wire.model import Job, JobSpec
 log = logging.getLogger("plurmctld")
 
 _HOLDING = (model.RUNNING, model.SUSPENDED)
+# Pending jobs per pass whose license start is planned (and held in the plan); the ones after
+# them start only where their licenses are free now and stay free, as bf_max_job_test bounds
+# backfill's work.
+PLAN_LIMIT = 50
 
 
 class LicenseEffects:
@@ -99,13 +103,18 @@ class LicenseEffects:
                 end = now + 1.0  # being cleaned up: back very soon
             timeline.hold(wanted, now, max(end, now) if end is not None else None)
         kept: list[tuple[Job, Any]] = []
+        planned = 0
         for job, demand in candidates:
             wanted = lic.parse_held(job.spec.licenses)
             if not wanted:
                 kept.append((job, demand))
                 continue
             length = None if job.time_limit is None else job.time_limit * 60.0
-            start = timeline.earliest(wanted, length)
+            if planned >= PLAN_LIMIT:  # deep in a long queue: no plan (it costs), still no start
+                start = now if timeline.free_now(wanted, length) else None
+            else:
+                start = timeline.earliest(wanted, length)
+                planned += start is None or start > now
             if start is not None:
                 timeline.hold(wanted, start, None if length is None else start + length)
             if start is not None and start <= now:

@@ -17,6 +17,7 @@ names add up); an unknown name, a count over the configured total, a bad count, 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -127,28 +128,66 @@ class LicenseTimeline:
     totals: Mapping[str, int]
     now: float
     holds: list[_Hold] = field(default_factory=list)
+    _steps_of: dict[str, tuple[list[float], list[int]]] = field(default_factory=dict)  # (until the next hold)
 
     def hold(self, wanted: Mapping[str, int], start: float, end: float | None) -> None:
-        if wanted:
+        if any(wanted.values()):
             self.holds.append(_Hold(start, end, wanted))
+            for name in wanted:
+                self._steps_of.pop(name, None)
 
-    def _peak(self, name: str, start: float, end: float | None) -> int:
-        """The most of ``name`` held at any moment of [start, end)."""
-        inside = [h for h in self.holds if name in h.wanted and (h.end is None or h.end > start)
-                  and (end is None or h.start < end)]
-        moments = {start} | {h.start for h in inside if h.start > start}
-        return max((sum(h.wanted[name] for h in inside if h.start <= t and (h.end is None or h.end > t))
-                    for t in moments), default=0)
+    def _steps(self, name: str) -> tuple[list[float], list[int]]:
+        """The use of ``name`` as a step function: ``use[i]`` from ``times[i]`` to ``times[i + 1]``."""
+        cached = self._steps_of.get(name)
+        if cached is not None:
+            return cached
+        deltas: dict[float, int] = {}
+        for h in self.holds:
+            count = h.wanted.get(name, 0)
+            if count:
+                deltas[h.start] = deltas.get(h.start, 0) + count
+                if h.end is not None:
+                    deltas[h.end] = deltas.get(h.end, 0) - count
+        times = sorted(deltas)
+        use: list[int] = []
+        level = 0
+        for t in times:
+            level += deltas[t]
+            use.append(level)
+        self._steps_of[name] = (times, use)
+        return times, use
 
-    def fits(self, wanted: Mapping[str, int], start: float, end: float | None) -> bool:
-        return all(name in self.totals and self._peak(name, start, end) + count <= self.totals[name]
-                   for name, count in wanted.items())
+    @staticmethod
+    def _peak(steps: tuple[list[float], list[int]], start: float, end: float | None) -> int:
+        """The most in use at any moment of [start, end)."""
+        times, use = steps
+        i = bisect_right(times, start) - 1
+        peak = use[i] if i >= 0 else 0
+        for j in range(i + 1, len(times)):
+            if end is not None and times[j] >= end:
+                break
+            peak = max(peak, use[j])
+        return peak
+
+    def free_now(self, wanted: Mapping[str, int], length_s: float | None) -> bool:
+        """``wanted`` is free from now on for ``length_s`` seconds (None: unlimited)."""
+        if any(name not in self.totals for name in wanted):
+            return False
+        end = None if length_s is None else self.now + length_s
+        return all(self._peak(self._steps(name), self.now, end) + count <= self.totals[name]
+                   for name, count in wanted.items() if count)
 
     def earliest(self, wanted: Mapping[str, int], length_s: float | None) -> float | None:
         """The first moment from now at which ``wanted`` is free for ``length_s`` seconds
-        (None: unlimited); None when never (a holder without an end stands in the way)."""
-        starts = sorted({self.now} | {h.end for h in self.holds if h.end is not None and h.end > self.now})
+        (None: unlimited); None when never (a holder without an end stands in the way, or a
+        name is not configured).  One step function per name: O(holds) per moment tried."""
+        if any(name not in self.totals for name in wanted):
+            return None
+        steps = {name: self._steps(name) for name, count in wanted.items() if count}
+        starts = sorted({self.now} | {t for times, _ in steps.values() for t in times if t > self.now})
         for start in starts:
-            if self.fits(wanted, start, None if length_s is None else start + length_s):
+            end = None if length_s is None else start + length_s
+            if all(self._peak(steps[name], start, end) + count <= self.totals[name]
+                   for name, count in wanted.items() if count):
                 return start
         return None

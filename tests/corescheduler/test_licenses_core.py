@@ -199,3 +199,20 @@ def test_property_licenses_in_use_never_exceed_the_totals(events: list[tuple]) -
         for job in core.jobs.values():
             if job.state == model.PENDING and job.reason == "Licenses":
                 assert lic.parse_held(job.spec.licenses)
+
+
+def test_deep_in_the_queue_licenses_are_checked_but_not_planned() -> None:
+    """Past PLAN_LIMIT waiting jobs a pass plans no more license starts (their cost grows with the
+    plan), and still starts none that would take licenses from under the planned ones."""
+    from plurm.corescheduler.core_licenses import PLAN_LIMIT
+
+    core, service = _core(nodes=2)
+    holder = _submit(service, T0, licenses="fluent:4", time_limit=10)
+    core.schedule(T0 + 1)
+    waiting = [_submit(service, T0 + 2, licenses="fluent", time_limit=5) for _ in range(PLAN_LIMIT + 5)]
+    core.schedule(T0 + 3)
+    jobs = core.jobs
+    assert all(jobs[j].reason == "Licenses" for j in waiting)
+    assert jobs[waiting[0]].planned_start == jobs[holder].end_time
+    assert jobs[waiting[PLAN_LIMIT - 1]].planned_start is not None
+    assert [jobs[j].planned_start for j in waiting[PLAN_LIMIT:]] == [None] * 5
