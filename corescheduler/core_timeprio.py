@@ -174,18 +174,21 @@ class TimePriority:
         out: list[Outgoing] = []
         for job_id in list(ids):
             job = self.jobs.get(job_id)
-            if job is None or job.state != model.PENDING or job.completing:
-                ids.discard(job_id)  # started (its limit fits) or gone
+            if job is None or job.state in model.FINISHED_STATES:
+                ids.discard(job_id)
                 continue
+            if job.state != model.PENDING or job.completing:
+                continue  # (kept: a requeued job is pending again)
             if not self._can_end_in_time(job, now):
                 out.extend(self._end_deadline(job, now))
         return out
 
     def _deadline_ids(self) -> set[int]:
-        """The pending jobs with a --deadline (built from the jobs once, after a restart)."""
+        """The jobs with a --deadline not yet finished (built from the jobs once, after a restart)."""
         ids: set[int] | None = getattr(self, "_deadlines", None)
         if ids is None:
-            ids = {j.job_id for j in self.jobs.values() if j.spec.deadline is not None and j.state == model.PENDING}
+            ids = {j.job_id for j in self.jobs.values()
+                   if j.spec.deadline is not None and j.state not in model.FINISHED_STATES}
             self._deadlines = ids
         return ids
 

@@ -101,6 +101,16 @@ def test_a_job_whose_limit_passes_its_deadline_never_starts() -> None:
     assert core.scheduler.free_cpus == [4, 4]  # its allocation given back, nothing launched
 
 
+def test_a_requeued_job_is_held_to_its_deadline_again() -> None:
+    core, service = _core(count=1)
+    job = _started(core, _submit(service, time_limit=1, deadline=T0 + 200))
+    core.tick(T0 + 10)
+    core._node_silent(core.nodes["n1"], T0 + 150)  # its node fails: requeued (JobRequeue=1)
+    assert job.state == model.PENDING and job.restarts == 1
+    core.tick(T0 + 150)  # 150 + 60 > 200
+    assert (job.state, job.reason) == (model.DEADLINE, "DeadLine")
+
+
 def test_time_min_with_a_deadline_starts_with_the_limit_cut_to_it() -> None:
     core, service = _core()
     job = _started(core, _submit(service, time_limit=10, time_min=1, deadline=T0 + 90))
