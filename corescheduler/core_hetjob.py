@@ -24,6 +24,7 @@ A mixin of ``ClusterCore`` (corescheduler/core.py), pure in the same way (the cl
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from plurm.corescheduler.effects import Outgoing
@@ -36,7 +37,7 @@ from plurm.wire.model import Job, JobSpec
 
 log = logging.getLogger("plurmctld")
 
-# Slurm's bound on a hetjob's components (MAX_HET_JOB_COMPONENTS in 22.05's slurm.h is 128).
+# plurm's bound on a hetjob's components: one request must not make an unbounded number of jobs.
 MAX_COMPONENTS = 128
 # Slurm 22.05.8's words (tests/integration/reference/hetjob/array_refuse.txt, cancel_pending_component.txt).
 ARRAY_REFUSED = "Invalid job array specification"
@@ -118,6 +119,22 @@ class HetJobs:
         if leader is None or leader.spec.het_job_id != leader.job_id:
             return None
         return self.het_members(leader.job_id, leader.spec.het_size)
+
+    def het_whole(self, action: Callable[[Job, float], list[Outgoing]]) -> Callable[[Job, float], list[Outgoing]]:
+        """``action`` (scontrol suspend, resume) for a job, or for every component when the job is
+        a hetjob's leader (Slurm suspends and resumes a hetjob whole); a component that cannot
+        (it ended) is left as it is once component 0 could."""
+        def whole(job: Job, now: float) -> list[Outgoing]:
+            if job.spec.het_job_id != job.job_id:
+                return action(job, now)
+            out = action(job, now)
+            for other in self.het_members(job.job_id, job.spec.het_size)[1:]:
+                try:
+                    out.extend(action(other, now))
+                except RequestError as exc:
+                    log.info("hetjob %s: component %s left as it is: %s", job.job_id, other.job_id, exc)
+            return out
+        return whole
 
     def het_cancel_check(self, spec: str, found: list[Job]) -> None:
         """scancel N+K of a pending hetjob: refused (only the whole job may be, while pending)."""

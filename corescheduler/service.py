@@ -195,6 +195,7 @@ class Service:
             return {"results": [{"job": spec, "error": authz.ACCESS_DENIED, "code": "AccessDenied"}
                                 for spec in msg.job_ids]}
         act = self.core.resume_job if msg.resume else self.core.suspend_job
+        act = self.core.het_whole(act)  # a hetjob's leader: every component (core_hetjob.py)
         return {"results": [self._job_action(spec, lambda job: act(job, now)) for spec in msg.job_ids]}
 
     def _job_action(self, spec: str, action: Callable[[Job], list[Outgoing]]) -> dict[str, Any]:

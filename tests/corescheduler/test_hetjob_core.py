@@ -223,3 +223,13 @@ def test_test_only_checks_every_component_and_makes_no_job() -> None:
     with pytest.raises(RequestError) as refused:
         service.submit(protocol.SubmitJob(spec=too_many[0], components=too_many[1:]), ALICE, T0)
     assert refused.value.code == "HetJobTooBig" and core.jobs == {}
+
+
+def test_scontrol_suspend_and_resume_take_the_whole_hetjob() -> None:
+    core, service = _core()
+    leader = _submit(service, {"ntasks": 1}, {"ntasks": 2})["job_id"]
+    core.schedule(T0)
+    service.suspend_job(protocol.SuspendJob(job_ids=[str(leader)]), ROOT, T0 + 1)
+    assert [core.jobs[leader + k].state for k in (0, 1)] == [model.SUSPENDED, model.SUSPENDED]
+    service.suspend_job(protocol.SuspendJob(job_ids=[str(leader)], resume=True), ROOT, T0 + 2)
+    assert [core.jobs[leader + k].state for k in (0, 1)] == [model.RUNNING, model.RUNNING]
