@@ -42,6 +42,7 @@ backfill._Planner.shape), as it leaves jobs that share CPUs.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
 # scheduler.py calls this module (its Scheduler, Demand and Allocation are typed Any here:
 # importing them back would be a cycle, which the import contract forbids).
 Scheduler = Demand = Allocation = Any
+
+log = logging.getLogger(__name__)
 
 # The hints that use one thread per core (sbatch(1) --hint; ReqB:S:C:T shows T=1 for them).
 _ONE_THREAD_HINTS = frozenset(("compute_bound", "memory_bound", "nomultithread"))
@@ -211,11 +214,14 @@ def refusal(topo: Topology | None, members: list[Node]) -> str | None:
     no node of the partition could ever give the layout (None: some node could)."""
     if topo is None:
         return None
+    detail = None
     if not any(layout_fits(topo, n) for n in members):
-        return LAYOUT_UNSATISFIABLE
-    if topo.min_cpus and not any(n.cpus_effective >= topo.min_cpus for n in members if layout_fits(topo, n)):
-        return CPUS_UNSATISFIABLE
-    return None
+        detail = LAYOUT_UNSATISFIABLE
+    elif topo.min_cpus and not any(n.cpus_effective >= topo.min_cpus for n in members if layout_fits(topo, n)):
+        detail = CPUS_UNSATISFIABLE
+    if detail is not None:  # (the submitter reads Slurm's words; the log says what was asked)
+        log.info("submission refused: %s (%s)", detail, topo)
+    return detail
 
 
 def whole_cores(sched: Scheduler, alloc: Allocation, demand: Demand) -> Allocation:

@@ -270,3 +270,9 @@ def test_scontrol_show_node_shows_the_specialized_cores() -> None:
     assert ours.index("CoreSpecCount") > ours.index("RealMemory") and ours.index("CoreSpecCount") < ours.index("State=")
     assert topology.spec_cpus({"CPUSpecList": "0,5"}, 1, 4, 2) == [0, 1, 4, 5]  # whole cores
     assert topology.spec_cpus({"CoreSpecCount": "x"}, 1, 4, 1) == []
+
+
+def test_a_refused_layout_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO", logger="plurm.corescheduler.topology"), pytest.raises(RequestError):
+        _anchor().submit(JobSpec(**_spec(["-n1", "--threads-per-core=2"])[1]), ROOT, T0)
+    assert "submission refused: Socket, core and/or thread specification can not be satisfied" in caplog.text
