@@ -4,6 +4,7 @@ beside what the real Slurm 22.05.8 printed for the same script
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from plurmtest import Cluster, wait_for, write_script
@@ -75,6 +76,9 @@ def test_two_components_start_together_with_slurms_ids_env_and_cancel(cluster: C
         in shown
     assert f"JobId={leader + 1} HetJobId={leader} HetJobOffset=1 JobName=hetenv" in shown
     assert "HetJobIdSet=" in (REFERENCE / "run_scontrol_show_job.txt").read_text()
+    data = json.loads(cluster.run("squeue", "--json", "-j", str(leader), check=True).stdout)
+    assert sorted((j["het_job_id"]["number"], j["het_job_offset"]["number"], j["het_job_id_set"])
+                  for j in data["jobs"]) == [(leader, k, f"{leader}-{leader + 1}") for k in (0, 1)]
 
     # A running component other than 0 may be signalled alone; scancel N ends them all.
     cluster.run("scancel", str(leader), check=True)

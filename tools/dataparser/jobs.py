@@ -154,9 +154,11 @@ def job_info(job: dict, now: float, cluster: str = "", def_mem_per_cpu: int | No
         "gres_detail": _gres_detail(job),
         "group_id": spec.get("group_id", 0),
         "group_name": spec.get("group", "root"),
-        "het_job_id": v.number(0),
-        "het_job_id_set": "",
-        "het_job_offset": v.number(0),
+        # a hetjob's component (corescheduler/core_hetjob.py): as scontrol's HetJobId, HetJobIdSet, HetJobOffset
+        "het_job_id": v.number(spec.get("het_job_id") or 0),
+        "het_job_id_set": (f"{spec['het_job_id']}-{spec['het_job_id'] + max(spec.get('het_size') or 1, 1) - 1}"
+                           if spec.get("het_job_id") is not None else ""),
+        "het_job_offset": v.number(spec.get("het_job_offset", 0)),
         "job_id": job["job_id"],
         "job_size_str": [],
         "job_state": job_state(job),
