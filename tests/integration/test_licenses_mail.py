@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import signal
 from pathlib import Path
 
 from plurmtest import Cluster, wait_for
@@ -63,6 +64,12 @@ def test_licenses_are_waited_for_counted_and_mail_is_sent(fresh_cluster: Cluster
     listed = c.run("squeue", "-h", "-L", "fluent", "-o", "%i", check=True).stdout.split()
     assert sorted(map(int, listed)) == sorted([int(held.stdout), holder, waiter])
     assert c.run("squeue", "-h", "-L", "matlab", check=True).stdout == ""
+    # A controller killed with -9 comes back holding the same licenses (they are its jobs').
+    os.kill(int((c.dir / "run" / "plurmctld.pid").read_text()), signal.SIGKILL)
+    c.up()
+    assert "    Total=2 Used=2 Free=0 Reserved=0 Remote=no\n" in c.run("scontrol", "show", "licenses", "fluent",
+                                                                      check=True).stdout
+    assert c.job(waiter).get("reason") == "Licenses"
     go.touch()
     c.wait_state(holder, "COMPLETED")
     c.wait_state(waiter, "FAILED")
