@@ -301,7 +301,8 @@ class Scontrol:
                 base = int(rest[0].split(".")[0])
             except ValueError:
                 base = -1
-            jobs.sort(key=lambda j: (j["job_id"] != base, -j["job_id"]))
+            het = all((j.get("spec") or {}).get("het_job_id") == base for j in jobs)  # a hetjob: N, N+1, ...
+            jobs.sort(key=lambda j: (j["job_id"] != base, j["job_id"] if het else -j["job_id"]))
         else:
             jobs.sort(key=lambda j: j["job_id"])
         def_mem = self._def_mem_per_cpu(jobs)
