@@ -131,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     for line in spec_resources_notice("sbatch", options):  # -S, --thread-spec (area: topology)
         print(line, file=sys.stderr)
     # A hetjob (`#SBATCH hetjob` or `:`): its other components, which the script's sruns use.
-    components = [build_spec(opts, default_name=default_name, environ={}, batch=False, raw_options=raw)
+    # (Slurm shows their Command= as the script's too)
+    components = [build_spec(opts, default_name=default_name, environ={}, batch=False, raw_options=raw,
+                             command=spec.get("command"))
                   for opts, raw in zip(req.components[1:], req.raw_components[1:])]
     # (--wait: sbatch itself acts on it)
     ignored = sorted({k for one in (spec, *components) for k in not_acted_on(one) if k != "wait"})
