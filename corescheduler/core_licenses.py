@@ -98,10 +98,10 @@ class LicenseEffects:
             return candidates
         timeline = lic.LicenseTimeline(self.license_totals, now)
         for job, wanted in self._held_licenses():
-            end = job.end_time if job.state == model.RUNNING and not job.completing else None
-            if job.completing:
-                end = now + 1.0  # being cleaned up: back very soon
-            timeline.hold(wanted, now, max(end, now) if end is not None else None)
+            end = job.end_time if job.state == model.RUNNING else None  # (suspended: until resumed)
+            if job.completing or (end is not None and end <= now):
+                end = now + 1.0  # being cleaned up, or its time limit just passed: back very soon
+            timeline.hold(wanted, now, end)
         kept: list[tuple[Job, Any]] = []
         planned = 0
         for job, demand in candidates:

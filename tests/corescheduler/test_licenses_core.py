@@ -171,7 +171,8 @@ _EVENT = st.one_of(st.tuples(st.just("submit"), st.sampled_from(["fluent", "flue
                                                                  "matlab,fluent:2", None]),
                              st.integers(1, 30), st.integers(0, 100)),
                    st.tuples(st.just("end"), st.integers(0, 20), st.just(0), st.just(0)),
-                   st.tuples(st.just("requeue"), st.integers(0, 20), st.just(0), st.just(0)))
+                   st.tuples(st.just("requeue"), st.integers(0, 20), st.just(0), st.just(0)),
+                   st.tuples(st.just("wait"), st.integers(1, 90), st.just(0), st.just(0)))
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -183,14 +184,17 @@ def test_property_licenses_in_use_never_exceed_the_totals(events: list[tuple]) -
     now = T0
     for kind, a, b, c in events:
         now += 7
-        if kind == "submit":
+        if kind == "wait":  # time passes: time limits run out (TIMEOUT, completing until it ends)
+            now += a
+            core.tick(now)
+        elif kind == "submit":
             job_id = _submit(service, now, licenses=a, time_limit=b, requeue=True, requeue_given=True)
             core.jobs[job_id].priority = c
         else:
-            running = sorted(j.job_id for j in core.jobs.values() if j.state == model.RUNNING and not j.completing)
+            running = sorted(j.job_id for j in core.jobs.values() if j.state == model.RUNNING or j.completing)
             if running:
                 victim = running[a % len(running)]
-                if kind == "requeue":
+                if kind == "requeue" and core.jobs[victim].state == model.RUNNING:
                     core.requeue_job(core.jobs[victim], ROOT, now)
                 core.job_ended(victim, 0, 0, now, now)
         core.schedule(now)
@@ -216,3 +220,19 @@ def test_deep_in_the_queue_licenses_are_checked_but_not_planned() -> None:
     assert jobs[waiting[0]].planned_start == jobs[holder].end_time
     assert jobs[waiting[PLAN_LIMIT - 1]].planned_start is not None
     assert [jobs[j].planned_start for j in waiting[PLAN_LIMIT:]] == [None] * 5
+
+
+def test_a_job_past_its_time_limit_holds_its_licenses_until_it_is_gone() -> None:
+    core, service = _core()
+    late = _submit(service, T0, licenses="matlab:2", time_limit=1)
+    core.schedule(T0 + 1)
+    waiting = _submit(service, T0 + 2, licenses="matlab", time_limit=1)
+    core.schedule(T0 + 90)  # (no tick yet: the late one still RUNNING, past its end)
+    assert core.jobs[late].state == model.RUNNING and core.jobs[waiting].reason == "Licenses"
+    assert core.license_report(["matlab"])[0]["used"] == 2
+    core.tick(T0 + 91)  # timed out: completing, still holding
+    core.schedule(T0 + 91)
+    assert core.jobs[waiting].state == model.PENDING
+    core.job_ended(late, 0, 15, T0 + 92, T0 + 92)
+    core.schedule(T0 + 93)
+    assert core.jobs[waiting].state == model.RUNNING
