@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from plurm.grammar.hostlist import compress
 from plurm.grammar.timefmt import format_duration, format_time_limit
+from plurm.tools import hetfmt
 from plurm.tools.showfmt import (iso, job_cpus, job_exit, job_id_str, job_mem_total, job_spec, mem_exact,
                                  requested_cpus)
 
@@ -24,11 +25,8 @@ SACCT_FIELDS: dict[str, tuple[int, bool]] = {}
 
 
 def _job_id(job: dict) -> str:
-    """sacct's JobID: ``N+K`` for a hetjob's component (corescheduler/core_hetjob.py), else scontrol's."""
-    spec = job_spec(job)
-    if spec.get("het_job_id") is not None:
-        return f"{spec['het_job_id']}+{spec.get('het_job_offset', 0)}"
-    return job_id_str(job)
+    """sacct's JobID: ``N+K`` for a hetjob's component (tools/hetfmt.py), else scontrol's."""
+    return hetfmt.job_id(job_spec(job)) or job_id_str(job)
 
 
 def _fields(spec: str) -> None:

@@ -24,7 +24,7 @@ import time as _time
 
 from plurm.grammar.hostlist import compress
 from plurm.grammar.timefmt import format_duration, format_time_limit
-from plurm.tools import showmail, showtopology
+from plurm.tools import hetfmt, showmail, showtopology
 from plurm.tools.display import bitmap_ranges, job_oversubscribe, partition_oversubscribe
 
 
@@ -333,20 +333,16 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
         head += f" ArrayJobId={array_job} ArrayTaskId={task}"
         if throttle:
             head += f" ArrayTaskThrottle={throttle}"
-    het = spec.get("het_job_id")
-    if het is not None:  # a hetjob's component (corescheduler/core_hetjob.py)
-        head += f" HetJobId={het} HetJobOffset={spec.get('het_job_offset', 0)}"
+    head += hetfmt.show_head(spec)  # a hetjob's component: HetJobId=, HetJobOffset=, HetJobIdSet=
     head += f" JobName={spec.get('name', 'sbatch')}"
-    lines = [head]
-    if het is not None:
-        lines.append(f"HetJobIdSet={het}-{het + max(int(spec.get('het_size') or 1), 1) - 1}")
+    lines = [head, *hetfmt.show_lines(spec)]
     lines.append(f"UserId={user_str(spec.get('user', 'root'), spec.get('user_id', 0))} "
                  f"GroupId={user_str(spec.get('group', 'root'), spec.get('group_id', 0))} MCS_label=N/A")
     lines.append(f"Priority={job.get('priority', 0)} Nice={spec.get('nice', 0)} "
                  f"Account={_null(spec.get('account'))} QOS={_null(spec.get('qos'))}")
     lines.append(f"JobState={state} Reason={job_reason(job)} Dependency={dependency_str(job)}")
     lines.append(f"Requeue={1 if spec.get('requeue', True) else 0} Restarts={job.get('restarts', 0)} "
-                 f"BatchFlag={1 if spec.get('batch', True) else 0} Reboot={1 if spec.get('reboot') else 0} "
+                 f"BatchFlag={1 if hetfmt.batch_flag(spec) else 0} Reboot={1 if spec.get('reboot') else 0} "
                  f"ExitCode={job_exit(job)}")
     if details:
         lines.append(f"DerivedExitCode={job.get('derived_exit_code', 0)}:{job.get('derived_exit_signal', 0)}")

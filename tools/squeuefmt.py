@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from plurm.common.cli import Usage
 from plurm.grammar.hostlist import compress
+from plurm.tools import hetfmt
 from plurm.tools.display import (
     FormatField,
     bitmap_ranges,
@@ -111,9 +112,9 @@ def _array_task_str(job: dict) -> str:
 
 
 def _job_id_text(job: dict) -> str:
-    het = _spec(job).get("het_job_id")
-    if het is not None:  # a hetjob's component: N+offset (corescheduler/core_hetjob.py)
-        return f"{het}+{_spec(job).get('het_job_offset', 0)}"
+    het = hetfmt.job_id(_spec(job))  # a hetjob's component: N+K (tools/hetfmt.py)
+    if het is not None:
+        return het
     if _is_meta(job):
         return f"{job.get('array_job_id') or job['job_id']}_[{_array_task_str(job)}]"
     task = job.get("array_task_id")

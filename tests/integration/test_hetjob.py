@@ -77,6 +77,7 @@ def test_two_components_start_together_with_slurms_ids_env_and_cancel(cluster: C
     assert f"JobId={leader + 1} HetJobId={leader} HetJobOffset=1 JobName=hetenv" in shown
     assert shown.index(f"JobId={leader} ") < shown.index(f"JobId={leader + 1} ")  # as Slurm's, N first
     assert shown.count(f"Command={workdir / 'het.sh'}\n") == 2  # (reference: both show the script)
+    assert shown.count(" BatchFlag=1 ") == 2
     assert "HetJobIdSet=" in (REFERENCE / "run_scontrol_show_job.txt").read_text()
     data = json.loads(cluster.run("squeue", "--json", "-j", str(leader), check=True).stdout)
     assert sorted((j["het_job_id"]["number"], j["het_job_offset"]["number"], j["het_job_id_set"])
