@@ -153,6 +153,7 @@ class Options:
         self.argv: list[str] = []  # the command line, for --json's meta
         self.units: str | None = None  # --units=[KMGTP]: every size in that unit
         self.noconvert = False  # --noconvert: sizes in bytes
+        self.whole_hetjob: bool | None = None  # --whole-hetjob: None: only for a hetjob's leader
 
 
 def _split(value: str) -> list[str]:
@@ -218,6 +219,8 @@ def parse_args(argv: list[str]) -> Options:
             opts.units = value[:1].upper()
         elif key == "noconvert":
             opts.noconvert = True
+        elif key == "whole-hetjob":
+            opts.whole_hetjob = value is None or value.lower() != "no"
         elif key in ("json", "yaml"):
             from plurm.tools.dataparser.emit import OutputError, parse as parse_output
 
@@ -234,6 +237,13 @@ def parse_args(argv: list[str]) -> Options:
         raise UsageError("\n".join([f"{PROG}: error: Unknown arguments:"]
                                    + [f"{PROG}: error:  {word}" for word in rest]))
     return opts
+
+
+def _whole_hetjob(opts: Options, spec: str) -> bool:
+    """--whole-hetjob, or by default: N+0 names every component of hetjob N, N+K (K > 0) one."""
+    if opts.whole_hetjob is not None:
+        return opts.whole_hetjob
+    return spec.partition(".")[0].partition("+")[2] in ("", "0")
 
 
 def _state_names(values: list[str]) -> list[str]:
@@ -314,7 +324,9 @@ def run(opts: Options) -> int:
     except ValueError as exc:
         # Slurm's time parser prints this line unprefixed, and sacct stops
         raise UsageError(f"Invalid time specification (pos=0): {exc}") from None
-    body["job_ids"] = [spec.split(".")[0] for spec in opts.jobs]
+    # (a hetjob's component whose whole hetjob is wanted: asked for by the hetjob's id)
+    body["job_ids"] = [spec.split(".")[0].split("+")[0] if _whole_hetjob(opts, spec) else spec.split(".")[0]
+                       for spec in opts.jobs]
     if opts.states:
         body["states"] = _state_names(opts.states)
     if opts.users:
@@ -370,12 +382,15 @@ def select_rows(reply: dict, opts: Options, now: float) -> list[dict[str, str]]:
             continue
         base, task, step = int(m.group(1)), m.group(2), m.group(3)
         het = spec.partition(".")[0].partition("+")[2]  # N+K: a hetjob's component
+        if het and _whole_hetjob(opts, spec):
+            het = ""  # ... and every component of N with it
+        own_only = not het and opts.whole_hetjob is False  # N, --whole-hetjob=no: N's record alone
         for job in jobs:
             het_of = (job.get("spec") or {}).get("het_job_id")
             if het:
                 if het_of != base or (job.get("spec") or {}).get("het_job_offset", 0) != int(het):
                     continue
-            elif job["job_id"] != base and job.get("array_job_id") != base and het_of != base:
+            elif job["job_id"] != base and job.get("array_job_id") != base and (het_of != base or own_only):
                 continue
             if task is not None and job.get("array_job_id") == base and task.isdigit() \
                     and job.get("array_task_id") != int(task) and int(task) not in (job.get("array_pending") or []):

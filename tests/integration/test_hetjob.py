@@ -92,6 +92,11 @@ def test_two_components_start_together_with_slurms_ids_env_and_cancel(cluster: C
                                                                 [f"{leader}+1", str(leader + 1)]]
     one = cluster.run("sacct", "-n", "-X", "-j", f"{leader}+1", "-o", "JobID", check=True).stdout.split()
     assert one == [f"{leader}+1"]
+    # (sacct(1): by default the leader N+0 names every component, --whole-hetjob says otherwise)
+    for args, want in ((["-j", f"{leader}+0"], [0, 1]), (["-j", f"{leader}+1", "--whole-hetjob"], [0, 1]),
+                       (["-j", str(leader), "--whole-hetjob=no"], [0])):
+        ids = cluster.run("sacct", "-n", "-X", "-o", "JobID", *args, check=True).stdout.split()
+        assert ids == [f"{leader}+{k}" for k in want], args
 
 
 def test_scancel_of_a_pending_component_is_refused_as_slurm_refuses_it(cluster: Cluster, workdir: Path) -> None:
