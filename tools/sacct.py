@@ -240,10 +240,11 @@ def parse_args(argv: list[str]) -> Options:
 
 
 def _whole_hetjob(opts: Options, spec: str) -> bool:
-    """--whole-hetjob, or by default: N+0 names every component of hetjob N, N+K (K > 0) one."""
+    """--whole-hetjob, or by default: N names every component of hetjob N, N+K only itself
+    (22.05.8: tests/integration/reference/hetjob/sacct_whole_hetjob.txt)."""
     if opts.whole_hetjob is not None:
         return opts.whole_hetjob
-    return spec.partition(".")[0].partition("+")[2] in ("", "0")
+    return "+" not in spec
 
 
 def _state_names(values: list[str]) -> list[str]:
