@@ -138,7 +138,9 @@ class HetJobs:
 
     def het_cancel_check(self, spec: str, found: list[Job]) -> None:
         """scancel N+K of a pending hetjob: refused (only the whole job may be, while pending)."""
-        if "+" in spec and any(job.state == model.PENDING and job.spec.het_job_id is not None for job in found):
+        if not any(job.state == model.PENDING and job.spec.het_job_id is not None for job in found):
+            return
+        if "+" in spec or not any(job.job_id == job.spec.het_job_id for job in found):  # (N+1's own id too)
             raise RequestError(PENDING_COMPONENT, "HetJobPending")
 
     # ------------------------------------------------------------------ scheduling
@@ -277,6 +279,14 @@ class HetJobs:
             leader = self.jobs.get(leader_id)
             members = self.het_members(leader_id, leader.spec.het_size) if leader is not None else []
             if leader is not None and leader.state == model.PENDING and not leader.completing:
+                if len(members) < leader.spec.het_size or any(
+                        job.state in model.FINISHED_STATES and not job.completing for job in members[1:]):
+                    # a component is gone (ended alone, then component 0 was requeued): it can never start whole
+                    log.warning("hetjob %s: a component has ended, the hetjob can never start: cancelled", leader_id)
+                    for job in members:
+                        if job.state == model.PENDING:
+                            out.extend(self._finish(job, model.CANCELLED, now))
+                    continue
                 out.extend(self._het_requeue(members[1:], now))  # requeued: all go back together
                 continue
             if leader is not None and leader.state not in model.FINISHED_STATES:

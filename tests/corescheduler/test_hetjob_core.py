@@ -233,3 +233,24 @@ def test_scontrol_suspend_and_resume_take_the_whole_hetjob() -> None:
     assert [core.jobs[leader + k].state for k in (0, 1)] == [model.SUSPENDED, model.SUSPENDED]
     service.suspend_job(protocol.SuspendJob(job_ids=[str(leader)], resume=True), ROOT, T0 + 2)
     assert [core.jobs[leader + k].state for k in (0, 1)] == [model.RUNNING, model.RUNNING]
+
+
+def test_a_pending_component_named_by_its_own_id_is_refused_too() -> None:
+    core, service = _core()
+    leader = _submit(service, {"ntasks": 1, "hold": True}, {"ntasks": 1, "hold": True})["job_id"]
+    assert _cancel(service, str(leader + 1))["results"][0]["code"] == "HetJobPending"
+    assert _cancel(service, f"{leader}+0")["results"][0]["code"] == "HetJobPending"
+    assert core.jobs[leader].state == core.jobs[leader + 1].state == model.PENDING
+
+
+def test_a_hetjob_that_lost_a_component_is_cancelled_not_left_pending() -> None:
+    core, service = _core()
+    leader = _submit(service, {"ntasks": 1}, {"ntasks": 2})["job_id"]
+    core.schedule(T0)
+    _cancel(service, f"{leader}+1", T0 + 1)  # running: a component other than 0 may end alone
+    assert core.jobs[leader + 1].state == model.CANCELLED and core.jobs[leader].state == model.RUNNING
+    lead = core.jobs[leader]
+    service.requeue_job(protocol.RequeueJob(job_ids=[str(leader)]), ROOT, T0 + 2)
+    core.job_ended(leader, 0, 15, T0 + 3, T0 + 3, node=lead.nodes[0], restarts=lead.restarts)
+    core.schedule(T0 + 3)
+    assert lead.state == model.CANCELLED
