@@ -276,3 +276,16 @@ def test_a_refused_layout_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("INFO", logger="plurm.corescheduler.topology"), pytest.raises(RequestError):
         _anchor().submit(JobSpec(**_spec(["-n1", "--threads-per-core=2"])[1]), ROOT, T0)
     assert "submission refused: Socket, core and/or thread specification can not be satisfied" in caplog.text
+
+
+def test_slurm_conf_specialized_cores_reach_the_nodes() -> None:
+    from plurm.corescheduler.configure import nodes_from_conf
+    from plurm.grammar.slurmconf import parse_slurm_conf_text
+
+    conf = parse_slurm_conf_text(
+        "ClusterName=t\nSlurmctldHost=localhost\n"
+        "NodeName=a CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 CoreSpecCount=1 RealMemory=100\n"
+        "NodeName=b Sockets=2 CoresPerSocket=2 ThreadsPerCore=2 CPUSpecList=0 RealMemory=100\n"
+        "NodeName=c CPUs=4 RealMemory=100\nPartitionName=p Nodes=ALL Default=YES\n")
+    nodes = nodes_from_conf(conf)
+    assert [(n.cpu_spec_list, n.cpus_effective) for n in nodes.values()] == [([3], 3), ([0, 1], 6), ([], 4)]
