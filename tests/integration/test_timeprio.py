@@ -57,10 +57,11 @@ def test_nodefile_deadline_and_overcommit_act(cluster: Cluster, tmp_path: Path) 
     assert job["cpus"] == [1]
     assert (tmp_path / "over.out").read_text().split() == ["1", "4", "4"]  # (reference env_options.out)
     # srun -O in a job without it: a step of more tasks than the job's CPUs.
-    step = cluster.sbatch("-n1", "-o", str(tmp_path / "step.out"), "--wrap", "srun -O -n3 hostname | wc -l",
-                          cwd=tmp_path)
+    script = 'srun -O -n3 hostname | wc -l; srun -n3 true; echo "rc=$?"'
+    step = cluster.sbatch("-n1", "-o", str(tmp_path / "step.out"), "--wrap", script, cwd=tmp_path)
     cluster.wait_state(step, "COMPLETED")
-    assert (tmp_path / "step.out").read_text().strip() == "3"
+    ref = (REFERENCE / "step_overcommit.out").read_text().replace("job 272", f"job {step}")
+    assert (tmp_path / "step.out").read_text() == ref  # 3, then the refusal without -O
 
 
 def test_scontrol_shows_the_time_fields_as_slurm(cluster: Cluster, tmp_path: Path) -> None:
