@@ -101,6 +101,8 @@ def parse_cpu_bind(text: str | None) -> CpuBind:
             verbose, listing = False, False
         elif low in ("no", "none"):
             kind, listing = "none", False
+        elif low == "help":  # (srun answers it before any task: tools/srun.py)
+            listing = False
         elif low in CPU_BIND_KINDS:
             kind, listing = low, False
         elif listing:
@@ -207,7 +209,7 @@ def cpu_masks(bind: CpuBind, layout: Layout, job_cpus: Sequence[int], ntasks: in
     (22.05.8 with task/affinity on this machine's anchor: no binding, no variables)."""
     verbose = bind.verbose or param.verbose
     allowed = sorted(set(job_cpus)) or list(range(layout.cpus))
-    cpt = max(1, cpus_per_task)
+    cpt = min(max(1, cpus_per_task), layout.cpus)  # (a hostile -c 10**9 must not spin the node daemon)
     kind = bind.kind or param.default or param.autobind
     if not kind:
         return CpuMasks(None, verbose)
@@ -420,7 +422,7 @@ def parse_mem_bind(text: str | None) -> MemBind:
             kind, listing = "none", False
         elif low in ("local", "rank"):
             kind, listing = low, False
-        elif low in ("sort", "nosort"):
+        elif low in ("sort", "nosort", "help"):
             listing = False
         elif listing:
             values.extend(parse_list(low, kind))

@@ -409,7 +409,7 @@ def parse_mem_bind(value: str, opt: str = "mem-bind") -> str:
 
 
 _CPU_BIND_WORDS = {"q", "quiet", "v", "verbose", "no", "none", "rank", "rank_ldom",
-                   "sockets", "cores", "threads", "ldoms", "boards"}
+                   "sockets", "cores", "threads", "ldoms", "boards", "help"}
 _CPU_BIND_LISTS = ("map_cpu", "mask_cpu", "map_ldom", "mask_ldom")
 
 

@@ -62,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     from plurm.tools.options_rest import job_variables
 
     env.update(job_variables("salloc", options))  # SLURM_CPU_FREQ_REQ, SLURM_GPU_FREQ, SLURM_NETWORK
+    if any(options.get(k) for k in ("distribution", "mem-bind", "gpu-bind")):  # (area: binding) as sbatch's
+        from plurm.common.taskbind import batch_env
+
+        env.update(batch_env(options))  # its steps' srun reads them (reference/binding/salloc.env_options.txt)
     if components:  # a hetjob: salloc's variables per component, instead of component 0's alone
         from plurm.common.environment import MEMORY_VARIABLES, SALLOC_VARIABLES, salloc_het_environment
 

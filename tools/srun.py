@@ -223,6 +223,9 @@ class Step:
                 stdin_fd = None
                 self._forward_stdin(b"")
         nodes = len(self.step["nodes"])
+        from plurm.tools.srun_wait import FirstExitWait
+
+        waiter = FirstExitWait.of(self)  # -W/--wait: the step ends N s after its first task (srun_wait.py)
         last_check = time.monotonic()
         gone_since: float | None = None
         termed = killed = False
@@ -264,6 +267,7 @@ class Step:
 
                 self._to_node(self.rank_node.get(0, 0), "winsize", {"size": terminal_size()})
             now = time.monotonic()
+            waiter.check(now)
             if self.aborted_at is not None:
                 # After the Ctrl-C pair: the step is ended (SIGTERM, then SIGKILL), as a cancel would.
                 if not termed and now - self.aborted_at > 0.5:
@@ -336,6 +340,25 @@ def _binding_notes(options: dict[str, Any], conf: str) -> list[str]:
         ["srun: cluster configuration lacks support for cpu binding"]
 
 
+def _bind_help(options: dict[str, Any]) -> int | None:
+    """22.05.8's answers to --mem-bind=help (its help, exit 255) and --cpu-bind=help (without
+    task/affinity: not supported; with it: its help; exit 1), on stdout."""
+    words = {w.strip().lower() for key in ("cpu-bind", "mem-bind") for w in str(options.get(key) or "").split(",")}
+    if "help" not in words:
+        return None
+    from plurm.tools.frontend import _text
+    from plurm.wire.client import conf_path
+
+    if "help" in {w.strip().lower() for w in str(options.get("cpu-bind") or "").split(",")}:
+        if _binding_notes({"cpu-bind": "help"}, conf_path()):
+            print("CPU bind options not supported with current configuration")
+            return 1
+        sys.stdout.write(_text("help_cpu_bind.txt"))
+        return 1
+    sys.stdout.write(_text("help_mem_bind.txt"))
+    return 255
+
+
 def _binding(options: dict[str, Any], step_info: dict[str, Any]) -> dict[str, Any]:
     """What the nodes need to place the tasks (nodeagent/stepbind.py)."""
     binding = {"cpu_bind": options.get("cpu-bind"), "mem_bind": options.get("mem-bind"),
@@ -370,6 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     mpi_done = srun_mpi.answer(options.get("mpi"))  # --mpi=list, or a type without a plugin
     if mpi_done is not None:
         return mpi_done
+    helped = _bind_help(options)  # --cpu-bind=help, --mem-bind=help: answered as the option is read
+    if helped is not None:
+        return helped
     if not req.command:
         print("srun: fatal: No command given to execute.", file=sys.stderr)
         return 1
@@ -479,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     step = Step(conn, job, step_info, req.command, environ, bool(options.get("label")), io)
     step.names = names
     step.cpus_per_task = options.get("cpus-per-task")
+    step.wait_s = options.get("wait") or 0  # -W/--wait=<seconds> (tools/srun_wait.py)
     step.binding = _binding(options, step_info)
     step.mpi = mpi
     step.pmi = srun_pmi.relay_for(mpi, len(step_info["nodes"]), step._to_node)

@@ -158,3 +158,10 @@ def test_sbatch_gives_its_steps_the_options_and_counts_gpus_per_socket() -> None
         "SLURM_MEM_BIND_VERBOSE": "verbose"}
     assert not set(not_acted_on(spec)) & {"distribution", "mem-bind", "gpu-bind", "gpus-per-socket", "cpu-bind"}
     assert tb.gpus_per_socket_request("0", 1) == [] and tb.gpus_per_socket_request("x:y", 1) == []
+
+
+def test_hostile_sizes_are_bounded() -> None:
+    masks = tb.cpu_masks(tb.parse_cpu_bind("rank"), BIG, list(range(16)), 2, cpus_per_task=10**12).masks
+    assert masks == [set(range(16)), set(range(16))]
+    assert tb.cpu_masks(tb.parse_cpu_bind("mask_cpu:0x" + "f" * 400), BIG, list(range(16)), 1).masks == [set()]
+    assert tb.rank_layout(tb.parse_distribution("plane=99999999999"), [2, 1]) == [[0, 1], [2]]

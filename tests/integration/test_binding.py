@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from plurmtest import Cluster, start_cluster
+from plurmtest import Cluster, command, start_cluster
 
 REF = Path(__file__).resolve().parent / "reference" / "binding"
 ENVS = ('env | grep -E "^SLURM_(CPU_BIND|DISTRIBUTION|MEM_BIND|GPU_BIND|PROCID|LOCALID|NODEID|TASKS_PER_NODE|'
@@ -120,3 +121,30 @@ def test_without_task_affinity_srun_says_so(tmp_path: Path) -> None:
     assert _binding_notes({}, str(conf)) == []
     conf.write_text("ClusterName=c\nTaskPlugin=task/cgroup,task/affinity\n")
     assert _binding_notes({"cpu-bind": "rank"}, str(conf)) == []
+
+
+@pytest.mark.slow  # (sbatch's test covers the same variables in the default run)
+def test_salloc_passes_the_options_to_its_steps(anchor_like: Cluster, tmp_path: Path) -> None:
+    script = ('env | grep -E "^SLURM_(DIST|MEM_BIND|GPU_BIND|CPU_BIND)" | sort; echo ---; srun -l bash -c '
+              '"echo CVD=\\$CUDA_VISIBLE_DEVICES; env | grep -E \\"^SLURM_(DIST|MEM_BIND|GPU_BIND)\\" | sort"')
+    proc = anchor_like.run("salloc", "-N1", "-w", "n1", "-n2", "-m", "cyclic", "--mem-bind=verbose,local",
+                           "--gpu-bind=single:1", "--gres=gpu:2", "bash", "-c", script, cwd=tmp_path)
+    ref = [line for line in (REF / "salloc.env_options.txt").read_text().splitlines()
+           if not line.startswith(("salloc: ", "--- rc"))]
+    batch, steps = "\n".join(ref).split("\n---\n")
+    got_batch, _, got_steps = proc.stdout.partition("---\n")
+    assert got_batch.splitlines() == batch.splitlines()
+    assert sorted(got_steps.splitlines()) == sorted(steps.splitlines())
+
+
+@pytest.mark.parametrize("name, option, plugin", [("none.cpu_bind_help", "--cpu-bind=help", "task/none"),
+                                                  ("affinity.cpu_bind_help", "--cpu-bind=help", "task/affinity"),
+                                                  ("none.mem_bind_help", "--mem-bind=help", "task/none")])
+def test_bind_help_is_slurms(tmp_path: Path, name: str, option: str, plugin: str) -> None:
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(f"ClusterName=c\nSlurmctldHost=h(127.0.0.1)\nTaskPlugin={plugin}\n")
+    proc = subprocess.run(command("srun") + [option, "true"], capture_output=True, text=True, timeout=30,
+                          env=dict(os.environ, SLURM_CONF=str(conf)))
+    out, _, rest = (REF / f"{name}.txt").read_text().partition("--- stderr (rc ")
+    rc, _, err = rest.partition(")\n")
+    assert (proc.stdout, proc.stderr, proc.returncode) == (out, err, int(rc))
