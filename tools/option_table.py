@@ -64,6 +64,20 @@ NOTES = {
               "before the job (not compared: a reboot of the anchor's shared nodes was not run)",
     "x11": "22.05's refusals: no DISPLAY, no local socket, no xauth cookie (exit 255); past them plurm refuses too",
     "wait": "sbatch waits for the job and exits with its code",
+    # area: binding (tests/integration/test_binding.py against reference/binding/)
+    "cpu-bind": "with TaskPlugin=task/affinity each task's mask (sched_setaffinity): none, rank, map_cpu, mask_cpu, "
+                "rank_ldom, map_ldom, mask_ldom, sockets, cores, threads, ldoms (a socket is a NUMA domain), "
+                "verbose lines and SLURM_CPU_BIND* as 22.05.8; without task/affinity 22.05.8's \"lacks support\" "
+                "line; no auto binding (TaskPluginParam=Sockets, Cores or Threads sets a default)",
+    "distribution": "-m block, cyclic, plane=N: the ranks each node runs (node counts are the allocation's, as "
+                    "22.05.8); the second level orders CPUs for sockets/cores/threads binding; Pack/NoPack "
+                    "ignored; arbitrary needs -w (then block order); sbatch/salloc set SLURM_DISTRIBUTION",
+    "mem-bind": "with task/affinity: local, rank, map_mem, mask_mem as set_mempolicy(MPOL_BIND) over the NUMA "
+                "nodes in /sys (one here); prefer binds too (MPOL_BIND, not MPOL_PREFERRED); verbose line, SLURM_MEM_BIND*, help",
+    "gpu-bind": "per task: single:N, map_gpu, mask_gpu (the job's GPUs on the node in order), per_task:N, closest "
+                "(the backends' NUMA nodes), none; the vendor's variables per task, verbose line; sbatch/salloc "
+                "set SLURM_GPU_BIND",
+    "gpus-per-socket": "N x --sockets-per-node GPUs per node (GPU locality to sockets not enforced)",
 }
 # Options of srun and salloc only, that the commands act on themselves or not yet.
 OWN = {
@@ -92,7 +106,7 @@ def status(opt: Option) -> tuple[str, str]:
     for area, keys in AREAS.items():
         if key in keys:
             if key in jobspec._HANDLED:
-                return f"acts (issue 14: {area})", ""
+                return f"acts (issue 14: {area})", NOTES.get(key, "")
             return "(issue 14: in progress)", f"area {area}"
     if key in jobspec._HANDLED:
         return "acts", NOTES.get(key, "")
