@@ -1,0 +1,61 @@
+"""srun ``-W/--wait=<seconds>``: end the step that long after its first task ended.
+
+As Slurm 22.05.8's srun does it (captured on the anchor: tests/tools/reference/options_rest/
+srun_wait.txt): once a task has ended and others still run ``seconds`` later, srun says which
+tasks run and which ended, terminates the step (its tasks are killed), and reports them as any
+ended task (``srun: error: n1: task 1: Killed``, exit 137).  0, the default, waits for all
+(slurm.conf's WaitTime is not read: plurm's default is its 0).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only
+    from typing import Any
+
+
+class FirstExitWait:
+    def __init__(self, step: Any, seconds: int) -> None:
+        self.step = step
+        self.seconds = seconds
+        self.first_exit: float | None = None
+        self.fired = False
+
+    @classmethod
+    def of(cls, step: Any) -> FirstExitWait:
+        return cls(step, int(getattr(step, "wait_s", 0) or 0))
+
+    def check(self, now: float) -> None:
+        """Called on each turn of srun's relay loop."""
+        step = self.step
+        if self.seconds <= 0 or self.fired or not step.exits:
+            return
+        if self.first_exit is None:
+            self.first_exit = now
+        if len(step.exits) < step.ntasks and now - self.first_exit >= self.seconds:
+            self.fired = True
+            self._terminate()
+
+    def _terminate(self) -> None:
+        from plurm.tools.srun_io import ranges
+
+        step = self.step
+        name = f"StepId={step.job['job_id']}.{step.step['step_id']}"
+        running = [t for t in range(step.ntasks) if t not in step.exits]
+        ended = [t for t in range(step.ntasks) if t in step.exits and step.exits[t] == (0, 0)]
+        abnormal = [t for t in range(step.ntasks) if t in step.exits and step.exits[t] != (0, 0)]
+        lines = [f"srun: First task exited {self.seconds}s ago"]
+        for tasks, what in ((running, "running"), (ended, "exited"), (abnormal, "exited abnormally")):
+            if tasks:
+                lines.append(f"srun: {name} {'task' if len(tasks) == 1 else 'tasks'} {ranges(tasks)}: {what}")
+        lines.append(f"srun: launch/slurm: _step_signal: Terminating {name}")
+        node = step.task_node.get(running[0], "?")
+        lines.append(f"slurmstepd-{node}: error: *** STEP {step.job['job_id']}.{step.step['step_id']} ON {node} "
+                     f"CANCELLED AT {time.strftime('%Y-%m-%dT%H:%M:%S')} ***")
+        lines.append("srun: Job step aborted: Waiting up to 32 seconds for job step to finish.")
+        print("\n".join(lines), file=sys.stderr, flush=True)
+        step.signal(signal.SIGKILL)
