@@ -181,6 +181,24 @@ class AdvanceReservations:
         return [dict(msgspec.structs.asdict(r), state=r.state(now), cores=sum(cpus.get(n, 0) for n in r.nodes))
                 for r in records]
 
+    def resv_state(self, node: model.Node, now: float) -> str:
+        """The node's state word with the flags an ACTIVE reservation adds, before a
+        not-responding node's "*": IDLE+MAINTENANCE+RESERVED, IDLE+RESERVED (the real 22.05's,
+        tests/tools/reference/reservations/session6_node_states.txt)."""
+        state = node.state
+        if not self.resv:
+            return state
+        flags: set[str] = set()
+        for record in self.resv.values():
+            if node.name in record.nodes and record.state(now) == rs.ACTIVE:
+                flags.add("RESERVED")
+                if "MAINT" in record.flags:
+                    flags.add("MAINTENANCE")
+        if not flags:
+            return state
+        star = "*" if state.endswith("*") else ""
+        return state.rstrip("*") + "".join(f"+{f}" for f in sorted(flags)) + star
+
     def check_job_reservation(self, spec: model.JobSpec, who: Identity) -> None:
         """At submission: --reservation names a reservation the job may use (Slurm's words)."""
         if not spec.reservation:

@@ -120,7 +120,7 @@ class Service:
             if msg.nodes and node.name not in msg.nodes:
                 continue
             record = protocol.to_builtins(node)
-            record["state"] = node.state
+            record["state"] = self.core.resv_state(node, self.core.now)  # (+RESERVED: core_resv.py)
             nodes.append(record)
         partitions = [p for p in self.core.partitions.values() if not msg.partitions or p.name in msg.partitions]
         return {"nodes": nodes, "partitions": partitions, "licenses": self.core.license_report()}  # (scontrol)

@@ -24,10 +24,12 @@ FLAG_COMPLETING = 0x400
 FLAG_NO_RESPOND = 0x800
 FLAG_POWERED_DOWN = 0x1000
 FLAG_FAIL = 0x2000
+FLAG_RES = 0x20  # in an ACTIVE advance reservation
 FLAG_MAINT = 0x8000
 FLAG_REBOOT_REQUESTED = 0x10000
 FLAG_REBOOT_ISSUED = 0x100000
 FLAGS = {"DRAIN": FLAG_DRAIN, "COMPLETING": FLAG_COMPLETING, "FAIL": FLAG_FAIL, "MAINT": FLAG_MAINT,
+         "MAINTENANCE": FLAG_MAINT, "RESERVED": FLAG_RES,  # (an ACTIVE reservation's: core_resv.resv_state)
          "POWERED_DOWN": FLAG_POWERED_DOWN, "NOT_RESPONDING": FLAG_NO_RESPOND,
          "REBOOT_REQUESTED": FLAG_REBOOT_REQUESTED, "REBOOT_ISSUED": FLAG_REBOOT_ISSUED}
 # Pseudo ids for -t values that are not a base state.
@@ -97,6 +99,8 @@ def _state_string(num: int, compact: bool) -> str:
     if base == 2:
         if star:
             return "IDLE*"
+        if num & FLAG_RES:  # (as the real 22.05: resv / reserved)
+            return "RESV" if compact else "RESERVED"
         return "IDLE~" if num & FLAG_POWERED_DOWN else "IDLE"
     if base == 5:
         return ("MIX" if compact else "MIXED") + star

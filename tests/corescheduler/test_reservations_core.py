@@ -303,3 +303,13 @@ def test_no_job_starts_where_its_run_meets_a_reservation_it_is_not_in(resvs, job
             assert own.start_time <= start < own.end_time
             if "FLEX" not in own.flags:
                 assert set(job.nodes) <= set(own.nodes)
+
+
+def test_nodes_of_an_active_reservation_say_so_in_their_state() -> None:
+    core, service = _core()
+    _resv(service, ReservationName="m", StartTime="now", Duration="60", Nodes="n1", Users="root", Flags="MAINT")
+    _resv(service, ReservationName="r", StartTime="now", Duration="60", Nodes="n2", Users="root")
+    _resv(service, ReservationName="f", StartTime="now+2hours", Duration="60", Nodes="n3", Users="root")
+    core.nodes["n2"].responding = False
+    states = {n["name"]: n["state"] for n in service.node_info(protocol.NodeInfoRequest())["nodes"]}
+    assert states == {"n1": "IDLE+MAINTENANCE+RESERVED", "n2": "IDLE+RESERVED*", "n3": "IDLE", "n4": "IDLE"}

@@ -59,6 +59,9 @@ def test_a_maintenance_reservation_holds_its_node_for_its_jobs(resv_cluster: Clu
     table = c.run("sinfo", "-T", check=True).stdout.splitlines()
     assert table[0] == "RESV_NAME     STATE           START_TIME             END_TIME     DURATION  NODELIST"
     assert re.fullmatch(r"maint {8}ACTIVE  \S{19}  \S{19}     01:00:00  n1", table[1]), table
+    # Its node's state, as the real 22.05's (reference/reservations/session6_node_states.txt).
+    assert c.run("sinfo", "-h", "-N", "-o", "%N %t %T", check=True).stdout == "n1 maint maint\nn2 idle idle\n"
+    assert "   State=IDLE+MAINTENANCE+RESERVED " in c.run("scontrol", "show", "node", "n1", check=True).stdout
 
     # Both nodes wanted: n1 is reserved, so the job waits (and holds nobody back).
     wide = c.sbatch("-N", "2", "-t", "5", "-o", "/dev/null", "--wrap", "true", cwd=tmp_path)

@@ -100,3 +100,17 @@ def test_calendar_times_are_read_here_and_now_is_left_to_the_controller() -> Non
     assert fields == {"StartTime": str(int(_epoch("2026-12-31T10:00:00"))), "EndTime": "now+1hour",
                       "Flags": "-MAINT"}
     assert re.fullmatch(r"\d+", scontrol_resv.fields_of(sc, ["StartTime=noon"], "created")["StartTime"])
+
+
+def test_a_reserved_nodes_state_reads_as_slurms() -> None:
+    from plurm.tools.sinfo_records import node_matches_states, parse_node_states, state_compact, state_long, \
+        state_number
+
+    text = (REF / "session6_node_states.txt").read_text()
+    assert "State=IDLE+MAINTENANCE+RESERVED " in text and "State=IDLE+RESERVED " in text
+    assert "n1 maint maint\nn2 resv reserved\n" in text
+    maint, resv = state_number("IDLE+MAINTENANCE+RESERVED"), state_number("IDLE+RESERVED")
+    assert (state_compact(maint), state_long(maint), state_compact(resv), state_long(resv)) == (
+        "maint", "maint", "resv", "reserved")
+    assert node_matches_states(resv, parse_node_states("resv")) and not node_matches_states(
+        state_number("IDLE"), parse_node_states("resv"))

@@ -16,6 +16,7 @@ from plurm.tools.dataparser import values as v
 
 # plurm's node state words -> the names in Slurm's node state enum.
 _NODE_FLAGS = {"DRAIN": "DRAIN", "COMPLETING": "COMPLETING", "FAIL": "FAIL", "MAINT": "MAINTENANCE",
+               "MAINTENANCE": "MAINTENANCE",
                "POWERED_DOWN": "POWERED_DOWN", "REBOOT_REQUESTED": "REBOOT_REQUESTED",
                "REBOOT_ISSUED": "REBOOT_ISSUED", "NOT_RESPONDING": "NOT_RESPONDING",
                "RESERVED": "RESERVED", "PLANNED": "PLANNED"}
