@@ -136,6 +136,8 @@ def plan(conf: Any, node_conf: Any, node_name: str, binding: dict[str, Any], tas
             for i, task in enumerate(tasks):
                 if mems is not None:
                     task["mems"] = sorted(mems[i])
+                    if mem.prefer:  # (prefer: the kernel may place pages elsewhere when these are full)
+                        task["mems_prefer"] = True
                     if mem.verbose:
                         task["mem_line"] = taskbind.mem_bind_line(mem, host, task_ids[i], i, 0, mems[i])
     except BindError as exc:
@@ -202,7 +204,7 @@ def task_words(bound: dict[str, Any], place: dict[str, Any], node: str, rank: in
     return first, "".join(str(x) for x in place.get("lines") or [])
 
 
-def apply_in_child(cpus: list[int] | None, mems: list[int] | None) -> None:
+def apply_in_child(cpus: list[int] | None, mems: list[int] | None, prefer: bool = False) -> None:
     """In the task, between fork and exec: its CPU mask and memory policy (os calls only;
     a mask the cpuset refuses leaves the task on its cgroup's CPUs, as the verbose line shows)."""
     if cpus:
@@ -211,10 +213,10 @@ def apply_in_child(cpus: list[int] | None, mems: list[int] | None) -> None:
         except OSError:
             pass
     if mems:
-        set_mempolicy(mems)
+        set_mempolicy(mems, prefer)
 
 
-MPOL_BIND = 2
+MPOL_PREFERRED, MPOL_BIND = 1, 2
 _NR_SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237, "ppc64le": 261, "s390x": 237}
 _LIBC: Any = None
 
@@ -228,15 +230,17 @@ def prepare_mempolicy() -> None:
         _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
-def set_mempolicy(nodes: list[int]) -> bool:
-    """MPOL_BIND to ``nodes`` (set_mempolicy(2)); False where it cannot be set."""
+def set_mempolicy(nodes: list[int], prefer: bool = False) -> bool:
+    """MPOL_BIND to ``nodes`` (MPOL_PREFERRED, the first of them, with ``prefer``) by
+    set_mempolicy(2); False where it cannot be set."""
     nr = _NR_SET_MEMPOLICY.get(os.uname().machine)
     if nr is None or _LIBC is None or not nodes:
         return False
     import ctypes
 
     mask = 0
-    for n in nodes:
+    for n in nodes[:1] if prefer else nodes:
         mask |= 1 << n
     value = ctypes.c_ulong(mask)
-    return _LIBC.syscall(nr, MPOL_BIND, ctypes.byref(value), ctypes.c_ulong(max(nodes) + 2)) == 0
+    return _LIBC.syscall(nr, MPOL_PREFERRED if prefer else MPOL_BIND, ctypes.byref(value),
+                         ctypes.c_ulong(max(nodes) + 2)) == 0

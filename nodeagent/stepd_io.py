@@ -112,7 +112,7 @@ class Started:
 
 def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launch.Owner,
                task_prolog: str | None, io: TaskIo, join: list[str] | None = None,
-               cpus: list[int] | None = None, mems: list[int] | None = None,
+               cpus: list[int] | None = None, mems: list[int] | None = None, mems_prefer: bool = False,
                pass_fds: tuple[int, ...] = ()) -> Started:
     """One task of a step, as its owner, with the streams ``io`` says; ``join``: its step's
     cgroup.procs files, which it enters before it becomes its owner (launch.Owner.popen_kwargs);
@@ -132,7 +132,7 @@ def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launc
             # a child of Popen is no group leader), so Ctrl-C on it is SIGINT to the task.
             proc = subprocess.Popen(["setsid", "-c", *command], cwd="/", env=env, stdin=slave, stdout=slave,
                                     stderr=slave, close_fds=True, pass_fds=pass_fds, restore_signals=True,
-                                    **_bound(owner.popen_kwargs(join), cpus, mems))
+                                    **_bound(owner.popen_kwargs(join), cpus, mems, mems_prefer))
         except OSError:
             os.close(master)
             raise
@@ -147,7 +147,8 @@ def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launc
     stdout = subprocess.DEVNULL if io.stdout == "null" else subprocess.PIPE
     stderr = subprocess.DEVNULL if io.stderr == "null" else subprocess.PIPE
     proc = subprocess.Popen(command, cwd="/", env=env, stdin=stdin, stdout=stdout, stderr=stderr, close_fds=True,
-                            pass_fds=pass_fds, restore_signals=True, **_bound(owner.popen_kwargs(join), cpus, mems))
+                            pass_fds=pass_fds, restore_signals=True,
+                            **_bound(owner.popen_kwargs(join), cpus, mems, mems_prefer))
     stdin_fd = None
     if proc.stdin is not None:  # a bare descriptor, closed by Stdin at srun's end of input
         stdin_fd = os.dup(proc.stdin.fileno())
@@ -157,7 +158,8 @@ def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launc
     return Started(proc, stdin_fd=stdin_fd)
 
 
-def _bound(kwargs: dict[str, Any], cpus: list[int] | None, mems: list[int] | None) -> dict[str, Any]:
+def _bound(kwargs: dict[str, Any], cpus: list[int] | None, mems: list[int] | None,
+           prefer: bool = False) -> dict[str, Any]:
     """Popen's arguments with the task's binding applied in the child, after whatever else
     runs there (entering a cgroup resets the CPU mask to its cpuset)."""
     if not cpus and not mems:
@@ -173,7 +175,7 @@ def _bound(kwargs: dict[str, Any], cpus: list[int] | None, mems: list[int] | Non
     def child() -> None:
         if before is not None:
             before()
-        stepbind.apply_in_child(cpus, mems)
+        stepbind.apply_in_child(cpus, mems, prefer)
 
     return {**kwargs, "preexec_fn": child}
 

@@ -73,7 +73,7 @@ NOTES = {
                     "22.05.8); the second level orders CPUs for sockets/cores/threads binding; Pack/NoPack "
                     "ignored; arbitrary needs -w (then block order); sbatch/salloc set SLURM_DISTRIBUTION",
     "mem-bind": "with task/affinity: local, rank, map_mem, mask_mem as set_mempolicy(MPOL_BIND) over the NUMA "
-                "nodes in /sys (one here); prefer binds too (MPOL_BIND, not MPOL_PREFERRED); verbose line, SLURM_MEM_BIND*, help",
+                "nodes in /sys (one here), prefer as MPOL_PREFERRED; verbose line, SLURM_MEM_BIND*, help",
     "gpu-bind": "per task: single:N, map_gpu, mask_gpu (the job's GPUs on the node in order), per_task:N, closest "
                 "(the backends' NUMA nodes), none; the vendor's variables per task, verbose line; sbatch/salloc "
                 "set SLURM_GPU_BIND",
