@@ -195,7 +195,8 @@ def format_reservation(r: dict[str, Any], oneliner: bool = False) -> str:
         f"Features={r.get('features') or '(null)'} PartitionName={r.get('partition') or '(null)'} "
         f"Flags={flag_text(r.get('flags') or [])}",
         f"TRES=cpu={r.get('cores', 0)}",
-        f"Users={_names(r.get('users') or [])} Groups={_names(r.get('groups') or [])} Accounts={_names(r.get('accounts') or [])} "
+        f"Users={_names(r.get('users') or [])} Groups={_names(r.get('groups') or [])} "
+        f"Accounts={_names(r.get('accounts') or [])} "
         f"Licenses=(null) State={r['state']} BurstBuffer=(null) Watts=n/a",
         "MaxStartDelay=(null)",
     ]

@@ -347,6 +347,9 @@ def run_once(opts: Options) -> tuple[list[tuple[str, str]], int]:
         from plurm.tools.scontrol_licenses import jobs_with_licenses
 
         reply["jobs"] = jobs_with_licenses(reply.get("jobs", []), opts.given["L"])
+    if opts.given.get("R"):  # -R: the jobs of that reservation (issue 14: reservations)
+        wanted = opts.given["R"]
+        reply["jobs"] = [j for j in reply.get("jobs", []) if (j.get("spec") or {}).get("reservation") == wanted]
     if opts.output is not None:
         return _json_once(opts, reply)
     now = reply.get("now") or time.time()

@@ -79,6 +79,15 @@ def test_a_maintenance_reservation_holds_its_node_for_its_jobs(resv_cluster: Clu
     shell = c.run("salloc", "--reservation=maint", "sh", "-c", "echo $SLURM_JOB_NODELIST $SLURM_JOB_RESERVATION",
                   cwd=tmp_path, check=True)
     assert shell.stdout == "n1 maint\n"
+    # A job of a reservation still to come waits with reason Reservation; squeue -R lists it.
+    c.run("scontrol", "create", "reservation", "ReservationName=later", "StartTime=now+1hour", "Duration=10",
+          "Nodes=n2", f"Users={user}", check=True)
+    later = c.sbatch("--reservation=later", "-t", "5", "-o", "/dev/null", "--wrap", "true", cwd=tmp_path)
+    wait_for(lambda: c.job(later).get("reason") == "Reservation", what="reason Reservation")
+    assert c.run("squeue", "-h", "-R", "later", "-o", "%i %v %r", check=True).stdout == f"{later} later Reservation\n"
+    assert c.run("squeue", "-h", "-R", "maint", check=True).stdout == ""
+    c.run("scancel", str(later), check=True)
+    c.run("scontrol", "delete", "ReservationName=later", check=True)
     refused = c.run("sbatch", "--reservation=nosuch", "--wrap", "true", cwd=tmp_path)
     assert (refused.returncode, refused.stderr) == (
         1, "sbatch: error: Batch job submission failed: Requested reservation is invalid\n")
