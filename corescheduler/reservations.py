@@ -17,9 +17,10 @@ import msgspec
 from plurm.corescheduler.errors import RequestError
 
 # The flags plurm acts on, and the ones it accepts and shows as Slurm does (no effect here).
-FLAGS_ACTING = ("MAINT", "IGNORE_JOBS", "DAILY", "WEEKLY", "FLEX", "OVERLAP", "SPEC_NODES")
-FLAGS_KEPT = ("WEEKDAY", "WEEKEND", "ANY_NODES", "STATIC_ALLOC", "PART_NODES", "NO_HOLD_JOBS_AFTER_END",
-              "PURGE_COMP", "REPLACE", "REPLACE_DOWN", "TIME_FLOAT", "MAGNETIC", "FIRST_CORES", "NO_HOLD_JOBS")
+FLAGS_ACTING = ("MAINT", "IGNORE_JOBS", "DAILY", "WEEKLY", "FLEX", "OVERLAP", "SPEC_NODES",
+                "NO_HOLD_JOBS_AFTER_END")
+FLAGS_KEPT = ("WEEKDAY", "WEEKEND", "ANY_NODES", "STATIC_ALLOC", "PART_NODES", "PURGE_COMP", "REPLACE",
+              "REPLACE_DOWN", "TIME_FLOAT", "MAGNETIC", "FIRST_CORES")
 _FLAG_ORDER = ("MAINT", "FLEX", "OVERLAP", "IGNORE_JOBS", "DAILY", "WEEKLY", "WEEKDAY", "WEEKEND",
                "ANY_NODES", "STATIC_ALLOC", "PART_NODES", "PURGE_COMP", "MAGNETIC", "NO_HOLD_JOBS_AFTER_END",
                "REPLACE", "REPLACE_DOWN", "TIME_FLOAT", "FIRST_CORES", "SPEC_NODES")
