@@ -82,8 +82,10 @@ def for_launch(daemon: Any, msg: Any, credential_job: Any) -> dict[str, Any]:
         cpus = job_cpus_here(daemon.jobs, getattr(daemon.confine, "held", {}), msg.uid, msg.job_id, credential_job,
                              daemon.name, int(daemon.node_conf.cpus))
         gpus = [g for g in (msg.job_gres or {}).get("gpu", []) if isinstance(g, int)]
+        confine = daemon.confine
+        cpuset = bool(confine.confined and confine.constrain and getattr(confine.cgconf, "constrain_cores", False))
         return plan(daemon.conf, daemon.node_conf, daemon.name, dict(msg.binding or {}), list(msg.task_ids), cpus,
-                    gpus, daemon.accel)
+                    gpus, daemon.accel, cpuset=cpuset)
     except Exception:
         log.exception("node %s: the binding of step %s.%s", daemon.name, msg.job_id, msg.step_id)
         return {}
@@ -91,9 +93,12 @@ def for_launch(daemon: Any, msg: Any, credential_job: Any) -> dict[str, Any]:
 
 def plan(conf: Any, node_conf: Any, node_name: str, binding: dict[str, Any], task_ids: list[int],
          job_cpus: list[int], job_gpus: list[int], accel: Any = None,
-         allowed: list[int] | None = None, numa: dict[int, int] | None = None) -> dict[str, Any]:
+         allowed: list[int] | None = None, numa: dict[int, int] | None = None,
+         cpuset: bool = False) -> dict[str, Any]:
     """The step's binding on this node, for plurmstepd: per local task its machine CPUs
-    (``cpus``: None = unbound; ``fail``: a CPU the node lacks, the task does not start),
+    (``cpus``: None = unbound; ``fail``: a CPU the node lacks, or, with ``cpuset`` (task/cgroup
+    constrains the job to its CPUs), one outside the job's: the task does not start, as
+    sched_setaffinity's EINVAL fails it in Slurm),
     NUMA nodes (``mems``), GPU variables (``env``) and the lines written before its output
     (``first``: on the node's first task, as slurmstepd writes them; ``lines``: its own);
     ``error``: why part of the request was dropped (plurmd's log has it too)."""
@@ -118,7 +123,7 @@ def plan(conf: Any, node_conf: Any, node_name: str, binding: dict[str, Any], tas
                                         taskbind.parse_plugin_param(conf.get("TaskPluginParam")), dist.sockets)
             for i, task in enumerate(tasks):
                 mask = result.masks[i] if result.masks is not None else None
-                if mask is not None and not mask:
+                if mask is not None and (not mask or cpuset and not mask <= set(job_cpus)):
                     task["fail"] = "task_g_set_affinity: Invalid argument"
                 elif mask is not None:
                     task["cpus"] = sorted(machine(mask))

@@ -89,3 +89,13 @@ def test_sysfs_numa_nodes_are_read(tmp_path: Path) -> None:
         (tmp_path / f"node{node}" / "cpulist").write_text(cpus + "\n")
     (tmp_path / "possible").write_text("0-1\n")
     assert stepbind.numa_of_cpus(str(tmp_path)) == {0: 0, 1: 0, 4: 0, 2: 1, 3: 1}
+
+
+def test_a_mask_outside_the_jobs_cpuset_fails_that_task() -> None:
+    conf = parse_slurm_conf_text(CONF.format(plugin="task/cgroup,task/affinity", param="None"))
+    args = (conf, conf.nodes["big"], "big", {"cpu_bind": "map_cpu:1,6"}, [0, 1], [0, 1], [])
+    confined = stepbind.plan(*args, allowed=MACHINE, numa=NUMA, cpuset=True)
+    assert [t.get("fail") for t in confined["tasks"]] == [None, "task_g_set_affinity: Invalid argument"]
+    assert confined["tasks"][0]["cpus"] == [1]
+    # unconfined (no cpuset), a task may go to any of the node's CPUs
+    assert [t["cpus"] for t in stepbind.plan(*args, allowed=MACHINE, numa=NUMA)["tasks"]] == [[1], [6]]
