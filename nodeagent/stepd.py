@@ -137,7 +137,8 @@ def main() -> int:
             # (and after it entered the step's cgroup, as root: ``join``).
             started = start_task(argv, env, msg["work_dir"], launch.Owner.from_payload(payload["owner"]),
                                  payload.get("task_prolog"), task_io, join=join, cpus=place.get("cpus"),
-                                 mems=place.get("mems"), pass_fds=pmi_fds)
+                                 mems=place.get("mems"), mems_prefer=bool(place.get("mems_prefer")),
+                                 pass_fds=pmi_fds)
         except OSError as exc:
             text = f"slurmstepd: error: execve(): {msg['argv'][0]}: {exc.strerror}\n"
             send("task_output", {"task": rank, "stream": 2, "data": text})
@@ -169,6 +170,8 @@ def main() -> int:
     if pmi is not None:
         pmi.after_start(procs, poller)
     writing: set[int] = set()  # stdin pipes (not also read) registered for room to write
+    ended: set[int] = set()  # tasks whose end srun was told of as it happened (srun -W: task_ended)
+    next_end_check = 0.0
     while readers or (pmi is not None and pmi.open()):  # (tasks writing to files still speak PMI)
         for pipe in stdins.values():  # input waiting for a task that has not taken it: watch for room
             if pipe.fd >= 0 and pipe.buffer:
@@ -178,6 +181,10 @@ def main() -> int:
                     poller.register(pipe.fd, zmq.POLLOUT)
                     writing.add(pipe.fd)
         events = dict(poller.poll(1000))
+        if time.monotonic() >= next_end_check:  # (twice a second at most: one waitid per task)
+            next_end_check = time.monotonic() + 0.5
+            for rank, status in _ended_now(procs, ended):
+                send("task_ended", {"task": rank, **status})
         if time.monotonic() >= next_sample:
             next_sample = time.monotonic() + acct_every
             gauge.add(stepusage.step_usage(os.getpid()))
@@ -260,6 +267,25 @@ def _step_cgroup(setup: dict) -> Any:
         return None
 
 
+def _ended_now(procs: dict[int, subprocess.Popen], ended: set[int]) -> list[tuple[int, dict[str, int]]]:
+    """The tasks that exited since the last look, with their status, not reaped (WNOWAIT: the
+    usage is read by wait4 once the step is done, and the exits are told then)."""
+    out = []
+    for rank, proc in procs.items():
+        if rank in ended:
+            continue
+        try:
+            info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            info = None
+        if info is None:
+            continue
+        ended.add(rank)
+        killed = info.si_code in (os.CLD_KILLED, os.CLD_DUMPED)
+        out.append((rank, {"exit_code": 0 if killed else info.si_status, "signal": info.si_status if killed else 0}))
+    return out
+
+
 def _wait(proc: subprocess.Popen) -> tuple[int, Any]:
     """A task's status (as Popen.returncode has it) and its resource usage (wait4)."""
     while True:
@@ -316,6 +342,31 @@ def _from_srun(sock: zmq.Socket, key: KeyAuth, stdins: dict[int, Stdin], pty_mas
 
             for fd in pty_master.values():
                 set_winsize(fd, body.get("size"))
+        elif header["type"] == "kill_tasks":  # srun -W (tools/srun_wait.py)
+            _kill_tasks(procs or {})
+
+
+def _kill_tasks(procs: dict[int, subprocess.Popen]) -> None:
+    """Every process of the step's tasks SIGKILLed, this one kept (slurmstepd kills its step's
+    processes, not itself): those of this process group (started with it) and of a pty task's
+    own session.  (plurmd's signal_tasks reaches the whole group: SIGKILL there ends this one too.)"""
+    me = os.getpid()
+    groups = {os.getpgid(0)}
+    for proc in procs.values():
+        try:
+            groups.add(os.getpgid(proc.pid))
+        except ProcessLookupError:
+            pass
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                pgrp = int(fh.read().rsplit(")", 1)[1].split()[2])
+            if pgrp in groups:
+                os.kill(int(entry), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
 
 
 if __name__ == "__main__":

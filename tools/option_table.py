@@ -96,7 +96,7 @@ def status(opt: Option) -> tuple[str, str]:
     """(status, note) of one row of the option table."""
     key = opt.key
     if key == "wait" and "sbatch" not in opt.commands:
-        return NOT_YET, "srun: the step is not ended N s after its first task"
+        return "acts", "srun: the step ends N s after its first task, with 22.05's lines (tools/srun_wait.py)"
     if key in REST:
         return REST[key], NOTES.get(key, "")
     if key in KEPT:

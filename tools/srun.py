@@ -59,6 +59,7 @@ class Step:
         harden(self.sock)
         self.port = self.sock.bind_to_random_port("tcp://0.0.0.0")
         self.exits: dict[int, tuple[int, int]] = {}
+        self.ended: dict[int, tuple[int, int]] = {}  # task -> (code, signal) as it ended, before its exit report
         self.usage = StepUsage()  # the nodes' OOM kills and usage, from their task_exit messages
         self.nodes_done = 0
         self.partial: dict[tuple[int, int], bytes] = {}
@@ -253,6 +254,8 @@ class Step:
                             print(f"srun: error: task {body['task']} launch failed: {body['launch_failed']}",
                                   file=sys.stderr)
                         self.usage.add(self.task_node.get(body["task"], "?"), body["task"], body)
+                    elif kind == "task_ended" and isinstance(body.get("task"), int):  # as it happened (-W)
+                        self.ended[body["task"]] = (int(body.get("exit_code") or 0), int(body.get("signal") or 0))
                     elif kind == "node_done":
                         self.nodes_done += 1
                     elif kind.startswith("pmi_") and self.pmi is not None:

@@ -9,7 +9,6 @@ ended task (``srun: error: n1: task 1: Killed``, exit 137).  0, the default, wai
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
 
@@ -32,11 +31,12 @@ class FirstExitWait:
     def check(self, now: float) -> None:
         """Called on each turn of srun's relay loop."""
         step = self.step
-        if self.seconds <= 0 or self.fired or not step.exits:
+        done = {**step.ended, **step.exits}  # plurmstepd tells each end as it happens (task_ended)
+        if self.seconds <= 0 or self.fired or not done:
             return
         if self.first_exit is None:
             self.first_exit = now
-        if len(step.exits) < step.ntasks and now - self.first_exit >= self.seconds:
+        if len(done) < step.ntasks and now - self.first_exit >= self.seconds:
             self.fired = True
             self._terminate()
 
@@ -45,9 +45,10 @@ class FirstExitWait:
 
         step = self.step
         name = f"StepId={step.job['job_id']}.{step.step['step_id']}"
-        running = [t for t in range(step.ntasks) if t not in step.exits]
-        ended = [t for t in range(step.ntasks) if t in step.exits and step.exits[t] == (0, 0)]
-        abnormal = [t for t in range(step.ntasks) if t in step.exits and step.exits[t] != (0, 0)]
+        done = {**step.ended, **step.exits}
+        running = [t for t in range(step.ntasks) if t not in done]
+        ended = [t for t in range(step.ntasks) if t in done and done[t] == (0, 0)]
+        abnormal = [t for t in range(step.ntasks) if t in done and done[t] != (0, 0)]
         lines = [f"srun: First task exited {self.seconds}s ago"]
         for tasks, what in ((running, "running"), (ended, "exited"), (abnormal, "exited abnormally")):
             if tasks:
@@ -58,4 +59,5 @@ class FirstExitWait:
                      f"CANCELLED AT {time.strftime('%Y-%m-%dT%H:%M:%S')} ***")
         lines.append("srun: Job step aborted: Waiting up to 32 seconds for job step to finish.")
         print("\n".join(lines), file=sys.stderr, flush=True)
-        step.signal(signal.SIGKILL)
+        for node_id in range(len(step.step["nodes"])):  # each node's plurmstepd kills its tasks
+            step._to_node(node_id, "kill_tasks", {})

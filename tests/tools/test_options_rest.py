@@ -90,3 +90,20 @@ def test_vector(ref: dict, side: dict) -> None:
         else:
             assert mine == theirs, \
                 f"{ref['id']} {part}: plurm {mine!r}, Slurm {theirs!r} ({' '.join(command_line(ref))})"
+
+
+def test_srun_wait_ends_the_step_after_its_first_task(side: dict) -> None:
+    """srun -W: 22.05.8's lines and exit (srun_wait.txt, case A: task 1 outlives --wait=2 after task 0)."""
+    ref = (REF / "srun_wait.txt").read_text().split("== A\n", 1)[1].split("== B\n", 1)[0]
+    want = [line for line in ref.splitlines() if line.startswith(("srun:", "slurmstepd"))]
+    proc = subprocess.run(command("srun") + ["-N1", "-n2", "--wait=2", "sh", "-c",
+                                             "if [ $SLURM_PROCID = 1 ]; then sleep 30; fi; echo done $SLURM_PROCID"],
+                          capture_output=True, text=True, env=side["env"], cwd=side["cwd"], timeout=60)
+
+    def norm(lines: list[str]) -> list[str]:
+        out = [re.sub(r"\b\d+\.0\b", "J.0", line) for line in lines]
+        out = [re.sub(r"\bn\d\b", "nX", line) for line in out]
+        return [re.sub(r"CANCELLED AT \S+", "CANCELLED AT T", line) for line in out]
+
+    assert norm(proc.stderr.splitlines()) == norm(want), proc.stderr
+    assert proc.stdout == "done 0\n" and proc.returncode == int(ref.split("rc=")[1].split()[0]) == 137
