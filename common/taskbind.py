@@ -294,7 +294,7 @@ def batch_env(options: dict[str, object]) -> dict[str, str]:
     (sbatch.env_options.txt): srun inside the job reads them as its own options."""
     env: dict[str, str] = {}
     if options.get("distribution"):
-        env["SLURM_DISTRIBUTION"] = str(options["distribution"])
+        env.update(distribution_env(str(options["distribution"])))
     if options.get("gpu-bind"):
         env["SLURM_GPU_BIND"] = str(options["gpu-bind"])
     if options.get("mem-bind"):
@@ -305,6 +305,23 @@ def batch_env(options: dict[str, object]) -> dict[str, str]:
         except BindError:
             pass
     return env
+
+
+def distribution_env(text: str) -> dict[str, str]:
+    """SLURM_DISTRIBUTION as 22.05.8's srun and sbatch set it (plane=N: "plane", with
+    SLURM_DIST_PLANESIZE=N; reference/binding/none.dist_plane2_env.txt)."""
+    m = re.match(r"plane=(\d+)", text, re.IGNORECASE)
+    if m:
+        return {"SLURM_DISTRIBUTION": "plane" + text[m.end():], "SLURM_DIST_PLANESIZE": m.group(1)}
+    return {"SLURM_DISTRIBUTION": text}
+
+
+def plane_from_env(environ: dict[str, str]) -> None:
+    """srun's input pair: SLURM_DISTRIBUTION=plane with SLURM_DIST_PLANESIZE=N (what sbatch and
+    salloc hand down) is -m plane=N."""
+    dist, size = environ.get("SLURM_DISTRIBUTION", ""), environ.get("SLURM_DIST_PLANESIZE", "")
+    if dist.lower().startswith("plane") and not dist.lower().startswith("plane=") and size.isdigit():
+        environ["SLURM_DISTRIBUTION"] = f"plane={size}{dist[5:]}"
 
 
 def gpus_per_socket_request(value: str, sockets: object) -> list[dict[str, object]]:
@@ -380,7 +397,7 @@ def rank_layout(dist: Distribution, counts: Sequence[int]) -> list[list[int]]:
             out.append(list(range(rank, rank + c)))
             rank += c
         return out
-    chunk = dist.plane if dist.nodes == "plane" else 1
+    chunk = max(1, dist.plane) if dist.nodes == "plane" else 1  # (bare "plane": one at a time, never a stall)
     out = [[] for _ in counts]
     rank, total = 0, sum(counts)
     while rank < total:

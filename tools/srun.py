@@ -81,7 +81,7 @@ class Step:
         # SLURM_WORKING_CLUSTER names the controller as slurm.conf does (SlurmctldHost's name).
         where = {"cluster": settings.cluster_name, "conf_path": settings.conf,
                  "ctld_host": settings.host_names[0], "ctld_port": settings.port}
-        from plurm.common.taskbind import option_env, parse_distribution, rank_layout
+        from plurm.common.taskbind import distribution_env, option_env, parse_distribution, rank_layout
 
         # -m: which ranks each node runs (block: consecutive; cyclic, plane=N: dealt out)
         layout = rank_layout(parse_distribution(self.binding.get("distribution")), self.step["tasks"])
@@ -97,6 +97,8 @@ class Step:
             env = step_environment(self.environ, self.job, addr["name"], srun_host=io_host, srun_port=self.port,
                                    distribution=_distribution_word(self.binding.get("distribution")), **where)
             env.update(option_env(self.binding.get("cpu_bind"), self.binding.get("mem_bind")))
+            if str(self.binding.get("distribution") or "").lower().startswith("plane="):
+                env.update(distribution_env(self.binding["distribution"]))  # SLURM_DIST_PLANESIZE
             if self.cpus_per_task is not None:
                 env["SLURM_CPUS_PER_TASK"] = str(self.cpus_per_task)
             body = {
@@ -385,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     environ = dict(os.environ)
+    from plurm.common.taskbind import plane_from_env
+
+    plane_from_env(environ)  # SLURM_DISTRIBUTION=plane + SLURM_DIST_PLANESIZE=N: -m plane=N
     req, done = parse_or_answer("srun", parse_srun, argv, environ)
     if req is None:
         return done

@@ -165,3 +165,14 @@ def test_hostile_sizes_are_bounded() -> None:
     assert masks == [set(range(16)), set(range(16))]
     assert tb.cpu_masks(tb.parse_cpu_bind("mask_cpu:0x" + "f" * 400), BIG, list(range(16)), 1).masks == [set()]
     assert tb.rank_layout(tb.parse_distribution("plane=99999999999"), [2, 1]) == [[0, 1], [2]]
+
+
+def test_plane_is_named_as_slurm_names_it() -> None:
+    # reference/binding/none.dist_plane2_env.txt and sbatch.dist_plane2_env.txt
+    assert tb.distribution_env("plane=2") == {"SLURM_DISTRIBUTION": "plane", "SLURM_DIST_PLANESIZE": "2"}
+    assert tb.distribution_env("cyclic:block") == {"SLURM_DISTRIBUTION": "cyclic:block"}
+    assert tb.batch_env({"distribution": "plane=2"}) == {"SLURM_DISTRIBUTION": "plane", "SLURM_DIST_PLANESIZE": "2"}
+    environ = {"SLURM_DISTRIBUTION": "plane", "SLURM_DIST_PLANESIZE": "2"}
+    tb.plane_from_env(environ)
+    assert environ["SLURM_DISTRIBUTION"] == "plane=2"
+    assert tb.rank_layout(tb.parse_distribution("plane"), [2, 1]) == [[0, 2], [1]]  # (no size: no stall)

@@ -41,7 +41,7 @@ def _normal(text: str) -> list[str]:
     host = os.uname().nodename.split(".", 1)[0]
     text = re.sub(r"\[\d{3,}\]", "[PID]", text).replace(f" - {host}, ", " - HOST, ")
     return sorted(line for line in text.splitlines()
-                  if not line.startswith(("srun: job ", "--- stderr")) and "_exec_wait_child" not in line)
+                  if not line.startswith(("srun: job ", "--- stderr", "--- rc")) and "_exec_wait_child" not in line)
 
 
 def _reference(name: str) -> tuple[list[str], list[str]]:
@@ -70,6 +70,7 @@ CASES: dict[str, tuple[bool, list[str], str, dict[str, str]]] = {
     "none.dist_plane2": (False, ["-N2", "-n6", "-l", "-m", "plane=2"], ENVS, {}),
     "none.dist_cyclic_cyclic": (False, ["-N2", "-n4", "-l", "-m", "cyclic:cyclic"], ENVS, {}),
     "none.dist_block": (False, ["-N2", "-n4", "-l", "-m", "block"], ENVS, {}),
+    "none.dist_plane2_env": (False, ["-N2", "-n6", "-l", "-m", "plane=2"], 'env | grep -E "^SLURM_DIST" | sort', {}),
     "none.gpus_per_socket": (False, ["-w", "n1", "-n1", "--gres=gpu:1", "--gres-flags=enforce-binding",
                                      "--gpus-per-socket=1", "--sockets-per-node=1", "-l"],
                              'env | grep -E "^SLURM_(GPU|GRES|SOCK)" | sort; echo CVD=$CUDA_VISIBLE_DEVICES', {}),
