@@ -70,6 +70,8 @@ CASES: dict[str, tuple[bool, list[str], str, dict[str, str]]] = {
     "none.dist_plane2": (False, ["-N2", "-n6", "-l", "-m", "plane=2"], ENVS, {}),
     "none.dist_cyclic_cyclic": (False, ["-N2", "-n4", "-l", "-m", "cyclic:cyclic"], ENVS, {}),
     "none.dist_block": (False, ["-N2", "-n4", "-l", "-m", "block"], ENVS, {}),
+    "none.dist_plane2_n4": (False, ["-N2", "-n4", "-l", "-m", "plane=2"], "echo $SLURM_NODEID $SLURM_TASKS_PER_NODE",
+                            {}),
     "none.dist_plane2_env": (False, ["-N2", "-n6", "-l", "-m", "plane=2"], 'env | grep -E "^SLURM_DIST" | sort', {}),
     "none.gpus_per_socket": (False, ["-w", "n1", "-n1", "--gres=gpu:1", "--gres-flags=enforce-binding",
                                      "--gpus-per-socket=1", "--sockets-per-node=1", "-l"],
