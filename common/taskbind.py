@@ -283,7 +283,7 @@ def option_env(cpu_bind: str | None, mem_bind: str | None) -> dict[str, str]:
             env.update(_bind_vars("CPU", bind.kind, bind.values, bind.verbose, cpu_bind, UNIT_KINDS))
         if mem_bind:
             mem = parse_mem_bind(mem_bind)
-            env.update(_bind_vars("MEM", mem.kind, mem.values, mem.verbose, mem_bind, ()))
+            env.update(_bind_vars("MEM", mem.kind, mem.values, mem.verbose, mem_bind, (), mem.prefer))
     except BindError:  # (srun's option parser has refused what does not parse)
         pass
     return env
@@ -339,17 +339,23 @@ def gpus_per_socket_request(value: str, sockets: object) -> list[dict[str, objec
 
 
 def _bind_vars(what: str, kind: str, values: tuple[int, ...], verbose: bool, raw: str,
-               units: tuple[str, ...]) -> dict[str, str]:
+               units: tuple[str, ...], prefer: bool = False) -> dict[str, str]:
+    """22.05.8's four (five with prefer) variables; a bare ``verbose`` is ``SLURM_CPU_BIND=verbose``
+    with the option as its list (reference/binding/none.env_*.txt)."""
     word = "verbose" if verbose else "quiet"
     if kind.startswith(("map_", "mask_")):
         listed = ",".join(f"{v:x}" if kind.startswith("mask_") else str(v) for v in values)
         type_ = f"{kind}:"
-    elif kind in units:
+    elif kind in units or not kind:
         listed, type_ = raw, kind
     else:
         listed, type_ = "", kind
-    return {f"SLURM_{what}_BIND_VERBOSE": word, f"SLURM_{what}_BIND_TYPE": type_,
-            f"SLURM_{what}_BIND_LIST": listed, f"SLURM_{what}_BIND": f"{word},{type_}{listed}"}
+    env = {f"SLURM_{what}_BIND_VERBOSE": word, f"SLURM_{what}_BIND_TYPE": type_,
+           f"SLURM_{what}_BIND_LIST": listed,
+           f"SLURM_{what}_BIND": word + ("," + ("prefer," if prefer else "") + type_ + listed if type_ else "")}
+    if prefer:
+        env[f"SLURM_{what}_BIND_PREFER"] = "prefer"
+    return env
 
 
 # ------------------------------------------------------------------ --distribution

@@ -418,12 +418,12 @@ def parse_cpu_bind(value: str, opt: str = "cpu-bind") -> str:
     numbers (decimal or 0x hex, ``*count`` repeats); the list runs on over later commas.
     Refused as srun 22.05.8 words it (exit 1): the error, then a fatal line."""
     fatal = "srun: fatal: Failed to parse --cpu-bind= values."
-    in_list = False
+    in_list, listing = False, ""
     for word in value.split(","):
         low = word.lower()
         kind, colon, first = low.partition(":")
         if colon and kind in _CPU_BIND_LISTS:
-            in_list, item = True, first
+            in_list, item, listing = True, first, kind
         elif low in _CPU_BIND_WORDS:
             in_list = False
             continue
@@ -432,9 +432,11 @@ def parse_cpu_bind(value: str, opt: str = "cpu-bind") -> str:
         else:
             raise OptionValueError(fatal, 1, prefixed=False,
                                    pre_errors=[f'unrecognized --cpu-bind argument "{word}"'])
-        m = re.fullmatch(r"(0x[0-9a-f]+|[0-9]+)(\*[0-9]+)?", item)
+        # (22.05.8 takes map_cpu/map_ldom IDs in decimal only: "map_cpu:0x1" is refused at the x)
+        decimal = listing.startswith("map_")
+        m = re.fullmatch(r"([0-9]+)(\*[0-9]+)?" if decimal else r"(0x[0-9a-f]+|[0-9]+)(\*[0-9]+)?", item)
         if not m:
-            bad = re.sub(r"^(0x)?[0-9a-f]*", "", item)[:1] or item[:1]
+            bad = re.sub(r"^[0-9]*" if decimal else r"^(0x)?[0-9a-f]*", "", item)[:1] or item[:1]
             raise OptionValueError(fatal, 1, prefixed=False, pre_errors=[
                 f"Failed to validate number: {item}, the offending character is {bad}"])
     return value

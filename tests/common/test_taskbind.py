@@ -18,7 +18,7 @@ def _env(name: str) -> dict[str, str]:
     """Task 0's SLURM_*_BIND* variables in a capture."""
     out = {}
     for line in (REF / f"{name}.txt").read_text().splitlines():
-        m = re.fullmatch(r"0: (SLURM_(?:CPU|MEM)_BIND\w*)=(.*)", line)
+        m = re.fullmatch(r"(?:0: )?(SLURM_(?:CPU|MEM)_BIND\w*)=(.*)", line)
         if m:
             out[m.group(1)] = m.group(2)
     return out
@@ -28,14 +28,18 @@ def _env(name: str) -> dict[str, str]:
     ("affinity.rank_verbose", "verbose,rank"), ("affinity.map_cpu", "verbose,map_cpu:1,0"),
     ("affinity.mask_cpu", "verbose,mask_cpu:0x2,0x1"), ("affinity.none_verbose", "verbose,none"),
     ("affinity.cores", "verbose,cores"), ("affinity.rank_ldom", "verbose,rank_ldom"),
-    ("none.map_cpu", "verbose,map_cpu:1,0"),
+    ("none.map_cpu", "verbose,map_cpu:1,0"), ("none.env_cpu_bind_verbose", "verbose"),
+    ("none.env_cpu_bind_rank", "rank"),
 ])
 def test_the_variables_srun_sets_are_slurms(name: str, option: str) -> None:
     assert tb.option_env(option, None) == _env(name)
 
 
 @pytest.mark.parametrize("name, option", [("affinity.mem_bind_local", "verbose,local"),
-                                          ("affinity.mem_bind_map", "verbose,map_mem:0")])
+                                          ("affinity.mem_bind_map", "verbose,map_mem:0"),
+                                          ("none.env_mem_bind_prefer_local", "prefer,local"),
+                                          ("none.env_mem_bind_mask_mem_0x1", "mask_mem:0x1"),
+                                          ("none.env_mem_bind_none", "none")])
 def test_the_mem_bind_variables_are_slurms(name: str, option: str) -> None:
     assert tb.option_env(None, option) == _env(name)
 
@@ -176,3 +180,14 @@ def test_plane_is_named_as_slurm_names_it() -> None:
     tb.plane_from_env(environ)
     assert environ["SLURM_DISTRIBUTION"] == "plane=2"
     assert tb.rank_layout(tb.parse_distribution("plane"), [2, 1]) == [[0, 2], [1]]  # (no size: no stall)
+
+
+def test_map_cpu_ids_are_decimal_as_in_22_05_8() -> None:
+    from plurm.grammar.values import OptionValueError, parse_cpu_bind
+
+    with pytest.raises(OptionValueError) as refused:
+        parse_cpu_bind("q,map_cpu:0x1")
+    said = (REF / "none.env_cpu_bind_q_map_cpu_0x1.txt").read_text().splitlines()
+    assert refused.value.pre_errors == [said[1].removeprefix("srun: error: ")]
+    assert str(refused.value).splitlines()[-1] == said[2]
+    assert parse_cpu_bind("mask_cpu:0x2,0x1") == "mask_cpu:0x2,0x1"
