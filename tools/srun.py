@@ -20,6 +20,7 @@ from typing import Any
 from plurm.wire.client import ClientError, Connection
 from plurm.tools import srun_pmi
 from plurm.tools.srun_io import IoPlan, ranges
+from plurm.tools.srun_wait import task_line
 from plurm.tools.srun_usage import StepUsage
 from plurm.common.stepd_texts import oom_message
 
@@ -60,6 +61,8 @@ class Step:
         self.port = self.sock.bind_to_random_port("tcp://0.0.0.0")
         self.exits: dict[int, tuple[int, int]] = {}
         self.ended: dict[int, tuple[int, int]] = {}  # task -> (code, signal) as it ended, before its exit report
+        self.reported: set[int] = set()  # tasks whose end srun already said (-K: at once)
+        self.waiter: Any = None
         self.usage = StepUsage()  # the nodes' OOM kills and usage, from their task_exit messages
         self.nodes_done = 0
         self.partial: dict[tuple[int, int], bytes] = {}
@@ -228,7 +231,7 @@ class Step:
         nodes = len(self.step["nodes"])
         from plurm.tools.srun_wait import FirstExitWait
 
-        waiter = FirstExitWait.of(self)  # -W/--wait: the step ends N s after its first task (srun_wait.py)
+        self.waiter = waiter = FirstExitWait.of(self)  # -W/--wait, -K: the step ended early (srun_wait.py)
         last_check = time.monotonic()
         gone_since: float | None = None
         termed = killed = False
@@ -310,16 +313,17 @@ class Step:
                 print(f"srun: error: {self.task_node.get(task, '?')}: task {task}: Out Of Memory", file=sys.stderr)
                 worst_sig = worst_sig or sig
             elif sig:
-                print(f"srun: error: {self.task_node.get(task, '?')}: task {task}: "
-                      f"{'Killed' if sig == signal.SIGKILL else signal.Signals(sig).name}", file=sys.stderr)
+                if task not in self.reported:  # (22.05 words a signal as strsignal: Killed, Terminated)
+                    print(task_line(self.task_node.get(task, "?"), task, code, sig), file=sys.stderr)
                 worst_sig = worst_sig or sig
-            elif code:
-                print(f"srun: error: {self.task_node.get(task, '?')}: task {task}: Exited with exit code {code}",
-                      file=sys.stderr)
+            elif code and task not in self.reported:
+                print(task_line(self.task_node.get(task, "?"), task, code, sig), file=sys.stderr)
             worst_code = max(worst_code, code)
         for node, kills in sorted(self.usage.oom.items()):
             # 22.05's slurmstepd says so on the step's stderr, after srun's task lines.
             sys.stderr.write(oom_message(kills, self.job["job_id"], self.step["step_id"], node))
+        if self.waiter is not None:  # -K: "Force Terminated", exit 143 (srun_wait.py)
+            return self.waiter.finish(worst_code, worst_sig)
         return worst_code, worst_sig
 
     def close(self) -> None:
@@ -514,6 +518,7 @@ def main(argv: list[str] | None = None) -> int:
     step.names = names
     step.cpus_per_task = options.get("cpus-per-task")
     step.wait_s = options.get("wait") or 0  # -W/--wait=<seconds> (tools/srun_wait.py)
+    step.kill_bad = options.get("kill-on-bad-exit") not in (None, False, 0, "0")  # -K
     step.binding = _binding(options, step_info)
     step.mpi = mpi
     step.pmi = srun_pmi.relay_for(mpi, len(step_info["nodes"]), step._to_node)

@@ -24,15 +24,27 @@ class FirstExitWait:
         self.first_exit: float | None = None
         self.fired = False
 
+    kill_bad = False  # -K/--kill-on-bad-exit: the step ends when a task ends badly
+    forced = False
+
     @classmethod
     def of(cls, step: Any) -> FirstExitWait:
-        return cls(step, int(getattr(step, "wait_s", 0) or 0))
+        waiter = cls(step, int(getattr(step, "wait_s", 0) or 0))
+        waiter.kill_bad = bool(getattr(step, "kill_bad", False))
+        return waiter
 
     def check(self, now: float) -> None:
         """Called on each turn of srun's relay loop."""
         step = self.step
         done = {**step.ended, **step.exits}  # plurmstepd tells each end as it happens (task_ended)
-        if self.seconds <= 0 or self.fired or not done:
+        if self.fired or not done:
+            return
+        bad = [t for t, status in sorted(done.items()) if status != (0, 0)]
+        if self.kill_bad and bad and len(done) < step.ntasks:
+            self.fired = True
+            self._kill_bad(bad)
+            return
+        if self.seconds <= 0:
             return
         if self.first_exit is None:
             self.first_exit = now
@@ -61,3 +73,42 @@ class FirstExitWait:
         print("\n".join(lines), file=sys.stderr, flush=True)
         for node_id in range(len(step.step["nodes"])):  # each node's plurmstepd kills its tasks
             step._to_node(node_id, "kill_tasks", {})
+
+    def _kill_bad(self, bad: list[int]) -> None:
+        """-K, as 22.05.8 (captured: options_rest/srun_kill_on_bad_exit.txt): the bad task's line
+        at once, the step terminated (SIGTERM: its other tasks end "Terminated"), and after the
+        task lines "Force Terminated", exit 143."""
+        import signal
+
+        step = self.step
+        name = f"StepId={step.job['job_id']}.{step.step['step_id']}"
+        done = {**step.ended, **step.exits}
+        lines = [task_line(step.task_node.get(t, "?"), t, *done[t]) for t in bad]
+        step.reported.update(bad)
+        running = [t for t in range(step.ntasks) if t not in done] or [0]
+        node = step.task_node.get(running[0], "?")
+        lines.append(f"srun: launch/slurm: _step_signal: Terminating {name}")
+        lines.append(f"slurmstepd-{node}: error: *** STEP {step.job['job_id']}.{step.step['step_id']} ON {node} "
+                     f"CANCELLED AT {time.strftime('%Y-%m-%dT%H:%M:%S')} ***")
+        print("\n".join(lines), file=sys.stderr, flush=True)
+        self.forced = True
+        step.signal(signal.SIGTERM)
+
+    def finish(self, code: int, sig: int) -> tuple[int, int]:
+        """After srun's task lines: the step's result as srun reports it."""
+        if not self.forced:
+            return code, sig
+        import signal
+
+        print(f"srun: Force Terminated StepId={self.step.job['job_id']}.{self.step.step['step_id']}",
+              file=sys.stderr)
+        return 0, signal.SIGTERM
+
+
+def task_line(node: str, task: int, code: int, sig: int) -> str:
+    """srun's line for a task that ended badly (22.05 names a signal as strsignal does)."""
+    import signal
+
+    if sig:
+        return f"srun: error: {node}: task {task}: {signal.strsignal(sig) or signal.Signals(sig).name}"
+    return f"srun: error: {node}: task {task}: Exited with exit code {code}"

@@ -107,3 +107,24 @@ def test_srun_wait_ends_the_step_after_its_first_task(side: dict) -> None:
 
     assert norm(proc.stderr.splitlines()) == norm(want), proc.stderr
     assert proc.stdout == "done 0\n" and proc.returncode == int(ref.split("rc=")[1].split()[0]) == 137
+
+
+@pytest.mark.parametrize("case", ["K", "K0"])
+def test_srun_kill_on_bad_exit(side: dict, case: str) -> None:
+    """srun -K: 22.05.8's lines and exit (srun_kill_on_bad_exit.txt): the bad task at once, the
+    others Terminated, "Force Terminated", exit 143; -K0 waits for every task."""
+    text = (REF / "srun_kill_on_bad_exit.txt").read_text()
+    ref = text.split(f"== {case}\n", 1)[1].split("\n== ", 1)[0]
+    want = [line for line in ref.splitlines() if line.startswith(("srun:", "slurmstepd"))]
+    argv = {"K": ["-K", "sh", "-c", "if [ $SLURM_PROCID = 0 ]; then sleep 1; exit 3; fi; sleep 30"],
+            "K0": ["--kill-on-bad-exit=0", "sh", "-c", "if [ $SLURM_PROCID = 0 ]; then exit 3; fi; sleep 2"]}[case]
+    proc = subprocess.run(command("srun") + ["-N1", "-n2", *argv], capture_output=True, text=True, env=side["env"],
+                          cwd=side["cwd"], timeout=60)
+
+    def norm(lines: list[str]) -> list[str]:
+        out = [re.sub(r"\b\d+\.0\b", "J.0", line) for line in lines]
+        out = [re.sub(r"\bn\d\b", "nX", line) for line in out]
+        return [re.sub(r"CANCELLED AT \S+", "CANCELLED AT T", line) for line in out]
+
+    assert norm(proc.stderr.splitlines()) == norm(want), proc.stderr
+    assert proc.returncode == int(ref.split("rc=")[1].split()[0])
