@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     job_id = job["job_id"]
     print(f"salloc: Granted job allocation {job_id}", file=sys.stderr)
+    if options.get("no-shell"):  # 22.05 (observed): the allocation stays RUNNING, no command runs
+        conn.close()
+        return 0
     from plurm.common.environment import salloc_environment
 
     settings = conn.settings

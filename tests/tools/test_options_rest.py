@@ -128,3 +128,16 @@ def test_srun_kill_on_bad_exit(side: dict, case: str) -> None:
 
     assert norm(proc.stderr.splitlines()) == norm(want), proc.stderr
     assert proc.returncode == int(ref.split("rc=")[1].split()[0])
+
+
+def test_salloc_no_shell_leaves_the_allocation(side: dict) -> None:
+    """salloc --no-shell (salloc_no_shell.txt): granted, exit 0, the job stays RUNNING, a command is not run."""
+    proc = subprocess.run(command("salloc") + ["--no-shell", "-N1", "-J", "noshell2", "-t", "5", "echo", "hi"],
+                          capture_output=True, text=True, env=side["env"], cwd=side["cwd"], timeout=60)
+    found = re.fullmatch(r"salloc: Granted job allocation (\d+)\n", proc.stderr)
+    assert found and proc.returncode == 0 and proc.stdout == "", proc.stderr
+    shown = subprocess.run(command("squeue") + ["-h", "-j", found.group(1), "-o", "%T %j"], capture_output=True,
+                           text=True, env=side["env"], timeout=30)
+    subprocess.run(command("scancel") + [found.group(1)], env=side["env"], timeout=30)
+    ref = (REF / "salloc_no_shell.txt").read_text().split("== NS-cmd\n", 1)[1].splitlines()
+    assert shown.stdout.strip() == ref[2] == "RUNNING noshell2"
