@@ -82,6 +82,9 @@ NOTES = {
 # Options of srun and salloc only, that the commands act on themselves or not yet.
 OWN = {
     "jobid": ("acts", "a step in an existing allocation"),
+    "disable-status": ("acts", "one Ctrl-C goes to the tasks at once (`srun: sending Ctrl-C to StepId=...`)"),
+    "unbuffered": ("acts", "plurm's srun writes its tasks' output as it arrives, with or without -u "
+                           "(22.05 holds whole lines without -u)"),
     "no-shell": ("acts", "salloc leaves the allocation RUNNING and runs no command, as 22.05"),
     "kill-on-bad-exit": ("acts", "the step ends when a task ends badly, with 22.05's lines and exit 143 "
                                  "(tools/srun_wait.py); slurm.conf's KillOnBadExit is not read"),

@@ -195,6 +195,10 @@ class Step:
         step_name = f"StepId={self.job['job_id']}.{self.step['step_id']}"
         if self.aborted_at is not None:
             return
+        if getattr(self, "disable_status", False):  # -X: the tasks get the SIGINT at once (22.05.8's line)
+            print(f"srun: sending Ctrl-C to {step_name}", file=sys.stderr, flush=True)
+            self.signal(signal.SIGINT)
+            return
         if self.interrupted_at is None or now - self.interrupted_at > 1.0:
             self.interrupted_at = now
             print("srun: interrupt (one more within 1 sec to abort)", file=sys.stderr)
@@ -519,6 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     step.cpus_per_task = options.get("cpus-per-task")
     step.wait_s = options.get("wait") or 0  # -W/--wait=<seconds> (tools/srun_wait.py)
     step.kill_bad = options.get("kill-on-bad-exit") not in (None, False, 0, "0")  # -K
+    step.disable_status = bool(options.get("disable-status"))  # -X
     step.binding = _binding(options, step_info)
     step.mpi = mpi
     step.pmi = srun_pmi.relay_for(mpi, len(step_info["nodes"]), step._to_node)

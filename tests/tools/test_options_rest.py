@@ -141,3 +141,21 @@ def test_salloc_no_shell_leaves_the_allocation(side: dict) -> None:
     subprocess.run(command("scancel") + [found.group(1)], env=side["env"], timeout=30)
     ref = (REF / "salloc_no_shell.txt").read_text().split("== NS-cmd\n", 1)[1].splitlines()
     assert shown.stdout.strip() == ref[2] == "RUNNING noshell2"
+
+
+def test_srun_disable_status_forwards_the_first_ctrl_c(side: dict) -> None:
+    """srun -X (srun_interrupt.txt): one Ctrl-C goes to the tasks at once, with 22.05.8's line."""
+    import signal
+    import time
+
+    ref = (REF / "srun_interrupt.txt").read_text().split("== -X\n", 1)[1].split("\n== ", 1)[0].splitlines()
+    proc = subprocess.Popen(command("srun") + ["-N1", "-n1", "-X", "sh", "-c",
+                                               'trap "echo got INT $SLURM_PROCID; exit 5" INT; sleep 8 & wait'],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=side["env"],
+                            cwd=side["cwd"])
+    time.sleep(3)  # (the task has started: its trap is set)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert re.sub(r"\d+\.0", "J.0", err.splitlines()[0]) == re.sub(r"\d+\.0", "J.0", ref[0])  # sending Ctrl-C
+    assert out == "got INT 0\n" and "task 0: Exited with exit code 5" in err
+    assert proc.returncode == int(ref[-1].split("=")[1]) == 5
