@@ -157,11 +157,13 @@ class Confinement:
         return cls(hierarchy, cgconf, constrain, why, prefix, node.cpus, gpu_files, spool, node.real_memory)
 
     # ------------------------------------------------------------ what a job gets
-    def pick_cpus(self, count: int, used: set[int]) -> list[int]:
+    def pick_cpus(self, count: int, used: set[int], near: set[int] | None = None) -> list[int]:
         """The lowest ``count`` indices of 0..CPUs-1 not in ``used`` (then used ones, if the
-        node is oversubscribed: a job never gets fewer than it asked for)."""
-        free = [i for i in range(self.node_cpus) if i not in used]
-        busy = [i for i in range(self.node_cpus) if i in used]
+        node is oversubscribed: a job never gets fewer than it asked for); those in ``near``
+        (the CPUs local to the job's GPUs, nodeagent/stepbind.gpu_local_cpus) first."""
+        order = sorted(range(self.node_cpus), key=lambda i: near is not None and i not in near)
+        free = [i for i in order if i not in used]
+        busy = [i for i in order if i in used]
         return sorted((free + busy)[:max(1, min(count, self.node_cpus))])
 
     def machine_cpus(self, indices: list[int]) -> list[int]:

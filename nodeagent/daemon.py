@@ -259,7 +259,9 @@ class NodeDaemon:
         gpus = environment.allocated_gpus(msg.job, index) if index >= 0 else []
         used = {i for job in self.jobs.values() for i in job.cpus} | self.confine.held_cpus()
         counts, mems = msg.job.get("cpus") or [], msg.job.get("mem") or []
-        cpus = self.confine.pick_cpus(int(counts[index]) if 0 <= index < len(counts) else 1, used)
+        count = int(counts[index]) if 0 <= index < len(counts) else 1
+        cpus = self.confine.pick_cpus(count, used, stepbind.gpu_local_cpus(self.confine, self.accel, msg.job, gpus,
+                                                                           count, used))
         err_path = launch.output_paths(msg, self.name)[1]
         RunRecord(msg.job_id, restarts, started, gpus, uid=msg.uid, cpus=cpus, err_path=err_path).save(run_dir)
         if scripts.run_prolog(msg.job, self.name, self.conf_path, self.where, self.accel.binding) is not None:

@@ -249,3 +249,23 @@ def set_mempolicy(nodes: list[int], prefer: bool = False) -> bool:
     value = ctypes.c_ulong(mask)
     return _LIBC.syscall(nr, MPOL_PREFERRED if prefer else MPOL_BIND, ctypes.byref(value),
                          ctypes.c_ulong(max(nodes) + 2)) == 0
+
+
+def gpu_local_cpus(confine: Any, accel: Any, job: dict[str, Any], gpus: list[int], count: int, used: set[int],
+                   numa: dict[int, int] | None = None) -> set[int] | None:
+    """The CPU indices of this node on the NUMA nodes of the job's GPUs, which plurmd gives the job
+    first (cons_tres's GPU-to-core affinity, from the NUMA nodes the accelerator backends report).
+    ``--gres-flags=disable-binding``, no GPU, or GPUs of unknown NUMA node: no preference (None).
+    ``enforce-binding`` means only those CPUs: when fewer are free than the job has, it still gets
+    its count (the controller does not know the node's CPU-to-NUMA map) and the log says so."""
+    flags = (job.get("spec") or {}).get("gres_flags") or []
+    devices = list(getattr(accel, "devices", []) or [])
+    wanted = {devices[g].numa_node for g in gpus if isinstance(g, int) and 0 <= g < len(devices)} - {None}
+    if "disable-binding" in flags or not wanted:
+        return None
+    numa = numa_of_cpus() if numa is None else numa
+    near = {i for i in range(confine.node_cpus) if numa.get(confine.machine_cpus([i])[0], 0) in wanted}
+    if "enforce-binding" in flags and len(near - used) < count:
+        log.warning("job %s: --gres-flags=enforce-binding: %d of its %d CPUs are local to its GPUs (NUMA %s)",
+                    job.get("job_id"), len(near - used), count, ",".join(map(str, sorted(wanted))))
+    return near

@@ -31,7 +31,7 @@ _HANDLED |= {"mail-type", "mail-user"}  # area: mail
 _HANDLED |= {"sockets-per-node", "cores-per-socket", "threads-per-core", "extra-node-info",  # area: topology
              "ntasks-per-core", "ntasks-per-socket", "ntasks-per-gpu", "hint", "mincpus", "core-spec",
              "thread-spec"}  # (tools/jobspec_topology.py; -S/--thread-spec: ignored as Slurm does)
-_HANDLED |= {"cpu-bind", "distribution", "mem-bind", "gpu-bind", "gpus-per-socket"}  # area: binding
+_HANDLED |= {"cpu-bind", "distribution", "mem-bind", "gpu-bind", "gpus-per-socket", "gres-flags"}  # area: binding
 _HANDLED |= {"time-min", "deadline", "priority", "prefer", "tmp", "overcommit", "spread-job", "use-min-nodes",
               "no-kill", "nodefile", "wait-all-nodes", "delay-boot"}  # area: timeprio
 _HANDLED |= {"mpi"}  # area: mpi
@@ -181,6 +181,8 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
 
         spec["gres_req"] = list(spec.get("gres_req") or []) + gpus_per_socket_request(
             str(options["gpus-per-socket"]), options.get("sockets-per-node"))
+    if options.get("gres-flags"):  # (plurmd picks the job's CPUs near its GPUs: nodeagent/stepbind.py)
+        spec["gres_flags"] = list(options["gres-flags"])
     # area: timeprio (its JobSpec fields below this line)
     from plurm.tools.jobspec_timeprio import timeprio_fields  # (tools/jobspec_timeprio.py)
 

@@ -440,6 +440,8 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
 
     lines.extend(show_lines(spec, "before_power"))
     lines.append(f"Power={spec.get('power') or ''}")
+    for flag, word in (("enforce-binding", "Yes"), ("disable-binding", "No")):  # (22.05: only when given)
+        lines.extend([f"GresEnforceBind={word}"] if flag in (spec.get("gres_flags") or []) else [])
     lines.extend(show_lines(spec, "after_power"))
     if spec.get("spread_job"):  # (Slurm 22.05 adds the line only then)
         lines.append("SpreadJob=Yes")

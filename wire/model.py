@@ -140,6 +140,7 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     hint: list[str] = []  # --hint words (compute_bound, memory_bound, multithread, nomultithread)
     min_cpus: Annotated[int, msgspec.Meta(ge=1, le=0xFFFFFF)] | None = None  # --mincpus, per node
     # area: binding (issue 14: its fields below this line)
+    gres_flags: list[str] = []  # --gres-flags: enforce-binding | disable-binding (GPU-local CPUs)
     # area: timeprio (issue 14: its fields below this line)
     time_min: int | None = None  # --time-min, minutes: backfill may cut the limit down to it (core_timeprio.py)
     deadline: float | None = None  # --deadline (epoch s): a job that cannot end by then ends DEADLINE

@@ -99,3 +99,46 @@ def test_a_mask_outside_the_jobs_cpuset_fails_that_task() -> None:
     assert confined["tasks"][0]["cpus"] == [1]
     # unconfined (no cpuset), a task may go to any of the node's CPUs
     assert [t["cpus"] for t in stepbind.plan(*args, allowed=MACHINE, numa=NUMA)["tasks"]] == [[1], [6]]
+
+
+# --gres-flags: the job's CPUs on a node come first from its GPUs' NUMA nodes (cons_tres's GPU-to-core
+# affinity); disable-binding drops the preference, enforce-binding logs when the local CPUs run short.
+
+def _confine(tmp_path: Path, cpus: int = 8):
+    from plurm.nodeagent.confinement import Confinement
+
+    confine = Confinement(None, None, False, "", "slurm", cpus, [], str(tmp_path))
+    confine.allowed = MACHINE  # (the synthetic 8-CPU host, whatever this one has)
+    return confine
+
+
+def _job(*flags: str) -> dict:
+    return {"job_id": 7, "spec": {"gres_flags": list(flags)}}
+
+
+def test_a_job_gets_the_cpus_of_its_gpus_numa_node_first(tmp_path: Path, accel: NodeDevices) -> None:
+    confine = _confine(tmp_path)
+    near = stepbind.gpu_local_cpus(confine, accel, _job(), [2, 3], 2, set(), numa=NUMA)
+    assert near == {4, 5, 6, 7}  # GPUs 2 and 3 are on NUMA node 1
+    assert confine.pick_cpus(2, set(), near) == [4, 5]
+    assert confine.pick_cpus(2, {4, 5, 6}, near) == [0, 7]  # one local CPU left, then the lowest other
+    assert confine.pick_cpus(2, set(), None) == [0, 1]  # (no GPU: the lowest, as before)
+
+
+def test_disable_binding_and_gpus_of_unknown_numa_node_have_no_preference(tmp_path: Path,
+                                                                          accel: NodeDevices) -> None:
+    confine = _confine(tmp_path)
+    assert stepbind.gpu_local_cpus(confine, accel, _job("disable-binding"), [2], 1, set(), numa=NUMA) is None
+    assert stepbind.gpu_local_cpus(confine, accel, _job(), [], 1, set(), numa=NUMA) is None
+    accel.devices = [Device("NVIDIA", "H200", f"GPU-{i}", i, "nvml") for i in range(4)]
+    assert stepbind.gpu_local_cpus(confine, accel, _job("enforce-binding"), [2], 1, set(), numa=NUMA) is None
+
+
+def test_enforce_binding_logs_when_the_local_cpus_run_short(tmp_path: Path, accel: NodeDevices,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    confine = _confine(tmp_path)
+    with caplog.at_level("WARNING", logger="plurmd"):
+        near = stepbind.gpu_local_cpus(confine, accel, _job("enforce-binding"), [0], 6, {1}, numa=NUMA)
+    assert near == {0, 1, 2, 3}
+    assert "enforce-binding: 3 of its 6 CPUs are local to its GPUs (NUMA 0)" in caplog.text
+    assert confine.pick_cpus(6, {1}, near) == [0, 2, 3, 4, 5, 6]
