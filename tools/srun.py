@@ -199,7 +199,9 @@ class Step:
             print(f"srun: sending Ctrl-C to {step_name}", file=sys.stderr, flush=True)
             self.signal(signal.SIGINT)
             return
-        if self.interrupted_at is None or now - self.interrupted_at > 1.0:
+        if getattr(self, "quit_on_interrupt", False) and self.interrupted_at is None:
+            self.interrupted_at = now  # --quit-on-interrupt: the first Ctrl-C aborts (22.05.8)
+        elif self.interrupted_at is None or now - self.interrupted_at > 1.0:
             self.interrupted_at = now
             print("srun: interrupt (one more within 1 sec to abort)", file=sys.stderr)
             running = [t for t in range(self.ntasks) if t not in self.exits]
@@ -310,7 +312,8 @@ class Step:
                   f"CANCELLED AT {self.aborted_clock} ***", file=sys.stderr)
         for task in range(self.ntasks):
             code, sig = self.exits.get(task, (0, signal.SIGKILL))
-            if self.aborted_at is not None:  # 22.05 reports no task of an aborted step
+            if self.aborted_at is not None and not getattr(self, "quit_on_interrupt", False):
+                # 22.05 reports no task of a step aborted by the Ctrl-C pair (but with --quit-on-interrupt)
                 worst_sig = worst_sig or sig
             elif (sig or code) and self.usage.oom_node(self.task_node.get(task, "?")):
                 # Ended on a node where the kernel OOM-killed in the step's cgroup: 22.05's words.
@@ -524,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     step.wait_s = options.get("wait") or 0  # -W/--wait=<seconds> (tools/srun_wait.py)
     step.kill_bad = options.get("kill-on-bad-exit") not in (None, False, 0, "0")  # -K
     step.disable_status = bool(options.get("disable-status"))  # -X
+    step.quit_on_interrupt = bool(options.get("quit-on-interrupt"))
     step.binding = _binding(options, step_info)
     step.mpi = mpi
     step.pmi = srun_pmi.relay_for(mpi, len(step_info["nodes"]), step._to_node)

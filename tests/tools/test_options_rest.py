@@ -149,8 +149,9 @@ def test_srun_disable_status_forwards_the_first_ctrl_c(side: dict) -> None:
     import time
 
     ref = (REF / "srun_interrupt.txt").read_text().split("== -X\n", 1)[1].split("\n== ", 1)[0].splitlines()
-    proc = subprocess.Popen(command("srun") + ["-N1", "-n1", "-X", "sh", "-c",
-                                               'trap "echo got INT $SLURM_PROCID; exit 5" INT; sleep 8 & wait'],
+    proc = subprocess.Popen(command("srun") + ["-N1", "-n1", "-X", "sh", "-c",  # (a background sleep ignores SIGINT)
+                                               'sleep 8 & p=$!; trap "echo got INT $SLURM_PROCID; kill $p; exit 5" INT;'
+                                               ' wait'],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=side["env"],
                             cwd=side["cwd"])
     time.sleep(3)  # (the task has started: its trap is set)
@@ -159,3 +160,29 @@ def test_srun_disable_status_forwards_the_first_ctrl_c(side: dict) -> None:
     assert re.sub(r"\d+\.0", "J.0", err.splitlines()[0]) == re.sub(r"\d+\.0", "J.0", ref[0])  # sending Ctrl-C
     assert out == "got INT 0\n" and "task 0: Exited with exit code 5" in err
     assert proc.returncode == int(ref[-1].split("=")[1]) == 5
+
+
+def test_srun_quit_on_interrupt_aborts_at_the_first_ctrl_c(side: dict) -> None:
+    """srun --quit-on-interrupt (srun_quit_on_interrupt.txt): the first Ctrl-C ends the step,
+    with 22.05.8's lines, and the tasks are reported (exit 5 here, the tasks' own)."""
+    import signal
+    import time
+
+    ref = (REF / "srun_quit_on_interrupt.txt").read_text().splitlines()
+    want = [line for line in ref if line.startswith(("srun:", "slurmstepd"))][:-1]  # (the task line: -n2 there)
+    proc = subprocess.Popen(command("srun") + ["-N1", "-n1", "--quit-on-interrupt", "sh", "-c",
+                                               'trap "echo got INT $SLURM_PROCID; exit 5" INT; sleep 8 & wait'],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=side["env"],
+                            cwd=side["cwd"])
+    time.sleep(3)  # (the task has started: its trap is set)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+
+    def norm(lines: list[str]) -> list[str]:
+        out = [re.sub(r"\b\d+\.0\b", "J.0", line) for line in lines]
+        out = [re.sub(r"\bn\d\b", "nX", line) for line in out]
+        return [re.sub(r"CANCELLED AT \S+", "CANCELLED AT T", line) for line in out]
+
+    lines = err.splitlines()
+    assert norm(lines[:-1]) == norm(want) and lines[-1].endswith(": task 0: Exited with exit code 5"), err
+    assert out == "got INT 0\n" and proc.returncode == int(ref[-1].split("=")[1]) == 5
