@@ -86,6 +86,8 @@ OWN = {
     "unbuffered": ("acts", "plurm's srun writes its tasks' output as it arrives, with or without -u "
                            "(22.05 holds whole lines without -u)"),
     "quit-on-interrupt": ("acts", "the first Ctrl-C ends the step, with 22.05's lines; its tasks are reported"),
+    "bell": ("acts", "the terminal bell when granted (stdout a terminal only)"),
+    "no-bell": ("acts", "no bell, even after a wait of more than 10 s"),
     "no-shell": ("acts", "salloc leaves the allocation RUNNING and runs no command, as 22.05"),
     "kill-on-bad-exit": ("acts", "the step ends when a task ends badly, with 22.05's lines and exit 143 "
                                  "(tools/srun_wait.py); slurm.conf's KillOnBadExit is not read"),

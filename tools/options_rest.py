@@ -198,3 +198,15 @@ def show_lines(spec: dict[str, Any], where: str) -> list[str]:
         if spec.get("container") is not None:
             out.append(f"Container={spec['container']}")
     return out
+
+
+def ring_bell(options: dict[str, Any], waited_s: float, out: Any) -> None:
+    """salloc's terminal bell once the allocation is granted (salloc(1)): with --bell, or when it
+    waited more than ten seconds unless --no-bell; only when stdout is a terminal."""
+    try:
+        tty = out.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if tty and (options.get("bell") or (waited_s > 10 and not options.get("no-bell"))):
+        out.write("\a")
+        out.flush()

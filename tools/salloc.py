@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         # `salloc A : B`: a heterogeneous allocation, one component per part (core_hetjob.py)
         components = [build_spec(opts, default_name="interactive", environ={}, batch=False, raw_options=raw)
                       for opts, raw in zip(req.components[1:], req.raw_components[1:])]
+        asked = os.times().elapsed
         job = allocate(conn, spec, "salloc", quiet=bool(options.get("quiet")), components=components)
     except KeyboardInterrupt:  # before the controller gave a job id: nothing to cancel
         return 1
@@ -54,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     job_id = job["job_id"]
     print(f"salloc: Granted job allocation {job_id}", file=sys.stderr)
+    from plurm.tools.options_rest import ring_bell
+
+    ring_bell(options, os.times().elapsed - asked, sys.stdout)  # --bell, --no-bell
     if options.get("no-shell"):  # 22.05 (observed): the allocation stays RUNNING, no command runs
         conn.close()
         return 0

@@ -186,3 +186,19 @@ def test_srun_quit_on_interrupt_aborts_at_the_first_ctrl_c(side: dict) -> None:
     lines = err.splitlines()
     assert norm(lines[:-1]) == norm(want) and lines[-1].endswith(": task 0: Exited with exit code 5"), err
     assert out == "got INT 0\n" and proc.returncode == int(ref[-1].split("=")[1]) == 5
+
+
+def test_salloc_bell_rings_on_its_terminal(side: dict) -> None:
+    """salloc --bell: the bell on salloc's stdout when it is a terminal (salloc(1))."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run(command("salloc") + ["--bell", "-N1", "true"], stdout=slave, stderr=subprocess.PIPE,
+                              text=True, env=side["env"], cwd=side["cwd"], timeout=60)
+        os.set_blocking(master, False)
+        got = os.read(master, 1024)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert proc.returncode == 0 and got == b"\a", (got, proc.stderr)

@@ -158,3 +158,25 @@ def test_the_controller_refuses_batch_features() -> None:
 def test_env_is_untouched_without_the_options() -> None:
     spec = _spec([])
     assert not {k for k in spec["environment"] if k in ("SLURM_CPU_FREQ_REQ", "SLURM_GPU_FREQ", "SLURM_CONTAINER")}
+
+
+def test_salloc_bell_only_on_a_terminal() -> None:
+    class Out:
+        def __init__(self, tty: bool) -> None:
+            self.tty, self.text = tty, ""
+
+        def isatty(self) -> bool:
+            return self.tty
+
+        def write(self, text: str) -> None:
+            self.text += text
+
+        def flush(self) -> None:
+            pass
+
+    for options, waited, tty, rung in (({"bell": True}, 0.1, True, True), ({}, 0.1, True, False),
+                                       ({}, 11.0, True, True), ({"no-bell": True}, 11.0, True, False),
+                                       ({"bell": True}, 11.0, False, False)):
+        out = Out(tty)
+        rest.ring_bell(options, waited, out)
+        assert (out.text == "\a") is rung, (options, waited, tty)
