@@ -1,4 +1,4 @@
-"""srun ``-W/--wait=<seconds>``: end the step that long after its first task ended.
+"""srun ``-W/--wait=<seconds>`` and ``-K/--kill-on-bad-exit``: a step ended before all its tasks end.
 
 As Slurm 22.05.8's srun does it (captured on the anchor: tests/tools/reference/options_rest/
 srun_wait.txt): once a task has ended and others still run ``seconds`` later, srun says which
@@ -18,20 +18,20 @@ if TYPE_CHECKING:  # annotations only
 
 
 class FirstExitWait:
-    def __init__(self, step: Any, seconds: int) -> None:
+    """The step's early end, watched from srun's relay loop: -W (``seconds`` after the first
+    task's end) and -K (``kill_bad``: at the first task that ends badly)."""
+
+    def __init__(self, step: Any, seconds: int, kill_bad: bool = False) -> None:
         self.step = step
         self.seconds = seconds
+        self.kill_bad = kill_bad
         self.first_exit: float | None = None
         self.fired = False
-
-    kill_bad = False  # -K/--kill-on-bad-exit: the step ends when a task ends badly
-    forced = False
+        self.forced = False  # -K ended it: "Force Terminated", exit 143
 
     @classmethod
     def of(cls, step: Any) -> FirstExitWait:
-        waiter = cls(step, int(getattr(step, "wait_s", 0) or 0))
-        waiter.kill_bad = bool(getattr(step, "kill_bad", False))
-        return waiter
+        return cls(step, int(getattr(step, "wait_s", 0) or 0), bool(getattr(step, "kill_bad", False)))
 
     def check(self, now: float) -> None:
         """Called on each turn of srun's relay loop."""
