@@ -26,9 +26,11 @@ machine CPU ``allowed[i % len(allowed)]`` (``allowed``: plurmd's own affinity, s
 several virtual nodes of a local cluster share a host's CPUs.  A step's cpuset is its job's on
 the node (Slurm gives each step its own cores of the job's).
 
-The cgroup prefix is ``slurm``, or ``slurm_<NodeName>`` when several NodeNames of slurm.conf
-share this node's address or host name (several plurmd on one host, as Slurm's multiple-slurmd
-build does).  Every job cgroup plurmd creates is also marked in its spool (``cgroups/UID.JOB``),
+The cgroup prefix is ``slurm``, or ``slurm_<NodeName>_<tag>`` when several NodeNames of
+slurm.conf share this node's address or host name (several plurmd on one host, as Slurm's
+multiple-slurmd build has ``slurm_<NodeName>``); the tag, 8 hex digits of the spool
+directory's path, keeps two local clusters on one host (both with a node n1) out of each
+other's cgroups, and stays the same across restarts of a plurmd.  Every job cgroup plurmd creates is also marked in its spool (``cgroups/UID.JOB``),
 so that after a restart it removes those of jobs it no longer has, and never another daemon's
 under a prefix it happens to share.
 """
@@ -39,6 +41,7 @@ import json
 import logging
 import os
 import stat
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,6 +101,13 @@ def acct_frequency(conf: Any) -> float:
         return 30.0
 
 
+def cgroup_prefix(node_name: str, spool: str, shares_host: bool) -> str:
+    """The top cgroup of a plurmd's jobs (the module's docstring says why the tag)."""
+    if not shares_host:
+        return "slurm"
+    return f"slurm_{node_name}_{zlib.crc32(os.path.realpath(spool).encode()):08x}"
+
+
 class Confinement:
     """One plurmd's way of holding its jobs: a cgroup hierarchy, or None (process groups)."""
 
@@ -130,7 +140,7 @@ class Confinement:
         tasks = [t.strip().lower() for t in (conf.get("TaskPlugin") or "task/none").split(",")]
         constrain = "task/cgroup" in tasks
         shared = [n for n in conf.nodes.values() if n.addr == node.addr or n.hostname == node.hostname]
-        prefix = f"slurm_{node_name}" if len(shared) > 1 else "slurm"
+        prefix = cgroup_prefix(node_name, spool, len(shared) > 1)
         hierarchy, cgconf, why = None, None, ""
         if proctrack != "proctrack/cgroup" and not constrain:
             why = f"ProctrackType={proctrack} and no task/cgroup in TaskPlugin"

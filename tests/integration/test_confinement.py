@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from plurm.nodeagent.confinement import cgroup_prefix
 from plurmtest import Cluster, command, free_ports, wait_for, write_key
 
 pytestmark = [
@@ -28,7 +29,7 @@ pytestmark = [
 ]
 
 NODE = "cgt1"
-PREFIX = f"slurm_{NODE}"
+PREFIXES = f"slurm_{NODE}_*"  # plurmd tags its prefix with its spool's path: one per test's cluster
 CONTROLLERS = ("cpuset", "memory", "devices", "freezer", "cpuacct", "cpu", "pids", "blkio")
 GPU_MAJOR = 240  # "local/experimental use": no driver on the host has it
 
@@ -36,17 +37,17 @@ GPU_MAJOR = 240  # "local/experimental use": no driver on the host has it
 def _cgroup_dirs() -> list[Path]:
     found = []
     for controller in CONTROLLERS:
-        root = Path("/sys/fs/cgroup") / controller / PREFIX
-        if root.is_dir():
-            found.extend(sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)))
-            found.append(root)
+        for root in (Path("/sys/fs/cgroup") / controller).glob(PREFIXES):
+            if root.is_dir():
+                found.extend(sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)))
+                found.append(root)
     return found
 
 
 def _scrub() -> None:
     """Kill what is left in our prefix's cgroups and remove them (deepest first)."""
-    freezer = Path("/sys/fs/cgroup/freezer") / PREFIX
-    for path in [freezer, *freezer.rglob("*")] if freezer.is_dir() else []:
+    tops = [p for p in Path("/sys/fs/cgroup/freezer").glob(PREFIXES) if p.is_dir()]
+    for path in [p for top in tops for p in (top, *top.rglob("*"))]:
         state = path / "freezer.state"
         if state.exists():
             try:
@@ -93,6 +94,7 @@ class Confined:
                  cgroup_conf: str = "CgroupPlugin=cgroup/v1\n") -> None:
         ctld, p1, p2 = free_ports(3)
         self.tmp = tmp
+        self.prefix = cgroup_prefix(NODE, str(tmp / "spool" / NODE), True)
         self.dev = tmp / "dev"
         self.dev.mkdir()
         for i, (major, minor) in enumerate(devices or [(GPU_MAJOR, 0), (GPU_MAJOR, 1)]):
@@ -322,7 +324,7 @@ def test_unconfined_with_proctrack_pgid(tmp_path: Path) -> None:
         job_id = c.sbatch("-c1", "--mem=100M", "--wrap", "cat /proc/self/cgroup; python3 spin.py")
         c.cluster.wait_state(job_id, "COMPLETED", timeout=60)
         out = (c.work / f"slurm-{job_id}.out").read_text()
-        assert PREFIX not in out and not _job_dirs(job_id)
+        assert c.prefix not in out and not _job_dirs(job_id)
         cpus, times = out.strip().splitlines()[-2:]
         cpu_s, wall_s = map(float, times.split())
         print(f"unconfined 1-CPU job: sees {cpus}; {cpu_s} CPU-s in {wall_s} s wall ({cpu_s / wall_s:.2f} CPUs)")
@@ -338,8 +340,8 @@ def test_steps_run_in_their_own_cgroup_within_the_jobs_cpus(confined: Confined) 
     job_id = confined.sbatch("-c1", "--mem=200M", "--wrap", f"srun {show}; {show}")
     confined.cluster.wait_state(job_id, "COMPLETED", timeout=60)
     out = (confined.work / f"slurm-{job_id}.out").read_text()
-    assert f"memory:/{PREFIX}/uid_0/job_{job_id}/step_0" in out, out
-    assert f"memory:/{PREFIX}/uid_0/job_{job_id}/step_batch" in out, out
+    assert f"memory:/{confined.prefix}/uid_0/job_{job_id}/step_0" in out, out
+    assert f"memory:/{confined.prefix}/uid_0/job_{job_id}/step_batch" in out, out
     assert out.count("1 ") >= 2 and not _job_dirs(job_id)
 
 
@@ -386,9 +388,10 @@ def test_leftover_cgroups_are_taken_over_and_another_daemons_never(confined: Con
     made anew; a job_2 that holds a process (another daemon's, under the same prefix) is left
     alone and job 2 fails to launch, saying why."""
     for controller in ("freezer", "memory"):
-        (Path("/sys/fs/cgroup") / controller / PREFIX / "uid_0" / "job_1").mkdir(parents=True, exist_ok=True)
-    (Path("/sys/fs/cgroup/freezer") / PREFIX / "uid_0" / "job_1" / "freezer.state").write_text("FROZEN")
-    foreign = Path("/sys/fs/cgroup/freezer") / PREFIX / "uid_0" / "job_2"
+        (Path("/sys/fs/cgroup") / controller / confined.prefix / "uid_0" / "job_1").mkdir(parents=True,
+                                                                                          exist_ok=True)
+    (Path("/sys/fs/cgroup/freezer") / confined.prefix / "uid_0" / "job_1" / "freezer.state").write_text("FROZEN")
+    foreign = Path("/sys/fs/cgroup/freezer") / confined.prefix / "uid_0" / "job_2"
     foreign.mkdir()
     other = subprocess.Popen(["sleep", "1000"])
     try:
@@ -436,9 +439,8 @@ def test_cgroup_v2_tracks_kills_and_freezes(tmp_path: Path) -> None:
     """CgroupPlugin=cgroup/v2 on this host's unified mount (where memory and cpuset are bound
     to v1: not constrained, warned): the job's processes in its v2 cgroup, daemonized ones
     killed at its end, suspend through cgroup.freeze."""
-    root = UNIFIED / PREFIX
-    _scrub_v2(root)
     c = Confined(tmp_path, cgroup_conf=f"CgroupPlugin=cgroup/v2\nCgroupMountpoint={UNIFIED}\n")
+    root = UNIFIED / c.prefix
     try:
         counter = c.work / "count"
         job_id = c.sbatch("--mem=100M", "--wrap", f"{_daemon(MARK + 'v')} & cat /proc/self/cgroup; "
@@ -454,7 +456,7 @@ def test_cgroup_v2_tracks_kills_and_freezes(tmp_path: Path) -> None:
         c.cluster.wait_state(job_id, "CANCELLED")
         wait_for(lambda: not (root / f"job_{job_id}").exists(), what="the job's v2 cgroup to go")
         assert not _running(MARK + "v")
-        assert f"0::/{PREFIX}/job_{job_id}/step_batch" in (c.work / f"slurm-{job_id}.out").read_text()
+        assert f"0::/{c.prefix}/job_{job_id}/step_batch" in (c.work / f"slurm-{job_id}.out").read_text()
     finally:
         c.stop()
         _scrub_v2(root)

@@ -25,8 +25,8 @@ RESV_NODES = "ReqNodeNotAvail, May be reserved for other job"
 
 @pytest.fixture
 def resv_cluster(tmp_path: Path) -> Iterator[Cluster]:
-    """2 nodes of 2 CPUs, whose job ids start at 41001: the cgroups of jobs 1, 2, ... under
-    slurm_n1 are often another test cluster's on a busy host (plurmd then refuses to launch)."""
+    """2 nodes of 2 CPUs, whose job ids start at 41001 (ids apart from other tests' clusters
+    make their logs easy to tell apart)."""
     from plurm.tools.localcluster import ClusterShape, LocalCluster
 
     local = LocalCluster(str(tmp_path / "cluster"))
