@@ -51,6 +51,7 @@ class Step:
         # --cpu-bind, --mem-bind, --gpu-bind, -m, -c as given (LaunchTasks.binding; common/taskbind.py)
         self.binding: dict[str, Any] = {}
         self.mpi = "none"  # --mpi, SLURM_MPI_TYPE, MpiDefault (tools/srun_mpi.py)
+        self.node_options: dict[str, Any] = {}  # LaunchTasks.launch (tools/srun_launch.py)
         self.pmi: Any = None  # --mpi=pmi2: the meeting point of the nodes' fences (tools/srun_pmi.py)
         self.ntasks = sum(step["tasks"])
         self.width = len(str(max(self.ntasks - 1, 0)))
@@ -113,7 +114,7 @@ class Step:
                 "uid": os.getuid(), "gid": os.getgid(),
                 "credential": self.step.get("credential", {}), "io_key": self.io_key.decode(),
                 "io": self.io.node_io(self.names), "binding": self.binding,
-                "mpi": self.mpi, "pmi_mapping": pmi_mapping,
+                "mpi": self.mpi, "pmi_mapping": pmi_mapping, "launch": self.node_options,
             }
             node_conn = Connection(settings, host=addr["addr"], port=addr["port"], timeout=10.0)
             try:
@@ -530,6 +531,9 @@ def main(argv: list[str] | None = None) -> int:
     step.quit_on_interrupt = bool(options.get("quit-on-interrupt"))
     step.binding = _binding(options, step_info)
     step.mpi = mpi
+    from plurm.tools.srun_launch import node_options
+
+    step.node_options = node_options(options)
     step.pmi = srun_pmi.relay_for(mpi, len(step_info["nodes"]), step._to_node)
     previous = signal.signal(signal.SIGINT, lambda *_: step.on_interrupt())
     signal.signal(signal.SIGTERM, lambda *_: step.signal(signal.SIGTERM))

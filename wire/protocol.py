@@ -353,6 +353,9 @@ class LaunchTasks(Msg):
     # srun's --cpu-bind, --mem-bind, --gpu-bind, --distribution and -c (issue 14, binding): plurmd
     # places each task (nodeagent/stepbind.py); {}: no binding asked for, TaskPluginParam decides.
     binding: dict[str, Any] = {}
+    # srun's node-side launch options (tools/srun_launch.py): --task-prolog, --task-epilog,
+    # --slurmd-debug, --bcast and the like, for plurmd to act on; {}: none given.
+    launch: dict[str, Any] = {}
 
 
 class StepStat(Msg):
