@@ -33,7 +33,8 @@ def shorten_to_start(planner: Any, cands: Any, demand: Demand, job: Job, length:
     best: tuple[int, Found] | None = None
     while low <= high:
         mid = (low + high) // 2
-        slot, alloc, room, nodes = planner.find(cands, demand, mid, 0)
+        slot, alloc, room, nodes = planner.find(cands, demand, mid, 0,
+                                                partition=planner.s.partitions.get(job.partition))
         if slot == 0 and alloc is not None:
             best, low = (mid, (slot, alloc, room, nodes)), mid + 1
         else:

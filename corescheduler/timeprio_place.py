@@ -13,7 +13,8 @@ into the Demand the placement kernels read.
   honours them: nodes whose TmpDisk is below --tmp are excluded; the --prefer features
   are tried first (with the --constraint, if any), then the job is placed without them;
   --spread-job asks for as many nodes as its tasks and the usable nodes allow, then fewer.
-  Backfill leaves such jobs to the main pass (as it leaves OverSubscribe jobs).
+  Backfill plans such jobs with this placement on a future window's free resources
+  (backfill_general.py).
 """
 
 from __future__ import annotations

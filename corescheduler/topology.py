@@ -35,8 +35,9 @@ sbatch(1) and cons_tres's documentation for what a 1-thread node cannot show:
   --ntasks-per-socket=1 --ntasks-per-core=1 --mincpus=2``: 1 CPU).  More than any node has
   fails with "CPU count per node can not be satisfied".
 
-Backfill plans in CPUs over time and leaves these jobs to the main pass (see
-backfill._Planner.shape), as it leaves jobs that share CPUs.
+Backfill plans in CPUs over time: for these jobs its sweep only says when they could
+fit, and this module's placement, run on the free resources of that future window,
+decides (backfill_general.py).
 """
 
 from __future__ import annotations
