@@ -97,6 +97,7 @@ class CoreSettings:
     max_script_size: int = authz.DEFAULT_MAX_SCRIPT_SIZE  # SchedulerParameters=max_script_size
     cred_expire: float = 120.0  # AuthInfo=cred_expire: a requeued job waits this long + 1 s
     resume_timeout: float = 60.0  # ResumeTimeout: a node told to reboot is DOWN if not back by then
+    reboot_program: str = ""  # RebootProgram: without it only a local cluster's nodes reboot (core_reboot.py)
     job_requeue: bool = True  # JobRequeue: a batch job without --requeue/--no-requeue may be requeued
     return_to_service: int = 0  # ReturnToService: when a DOWN node comes back by itself (core_nodes.py)
 
@@ -284,6 +285,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
                 spec.account and self.accounts.has_association(spec.user, spec.account)):
             raise RequestError("Invalid account or account/partition combination specified", "InvalidAccount")
         self.rest_submit(spec, who)  # --batch refused as without node_features (core_rest.py)
+        self.reboot_submit(spec, who)  # --reboot: operators only (core_reboot.py)
         try:
             self.scheduler.validate(spec, partition)
         except SubmitRefused as exc:
@@ -478,7 +480,14 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         job.nodes, job.cpus, job.mem, job.tasks = alloc.nodes, alloc.cpus, alloc.mem, alloc.tasks
         job.gres_alloc = list(alloc.gres)
         job.share_rows = tuple(alloc.share_rows)
+        booting = self.reboot_for_job(job, now)  # --reboot: CONFIGURING until its nodes are back (core_reboot.py)
         self._save(job)
+        if booting is not None:
+            return booting
+        return self._launch_batch(job, now)
+
+    def _launch_batch(self, job: Job, now: float) -> list[Outgoing]:
+        """The batch step of a job that has just started, and the word that launches it."""
         if not job.spec.batch:
             return []
         step = StepRecord(job_id=job.job_id, step_id="batch", name="batch", nodes=job.nodes[:1],

@@ -17,6 +17,7 @@ does, after Slurm 22.05's slurmctld (the node_mgr.c behaviour as documented and 
   plurmd that still had a job's end to report).
   A node not back within ResumeTimeout (60 s by default) is set DOWN ("reboot timed out").
 - **CANCEL_REBOOT** withdraws a request that has not been issued yet (and the ASAP drain).
+- A ``--reboot`` job's nodes reboot too (``reboot == "job"``): core_reboot.py says how.
 
 What an administrator set survives a controller restart or a takeover, as slurmctld's node
 state file: ``take_node_admin`` gives the nodes' DOWN/DRAIN flags, reasons and reboots as
@@ -71,6 +72,8 @@ class NodeAdmin:
         now: float
 
         def _at(self, now: float) -> None: ...
+        def job_reboot_due(self, node: Node, now: float) -> list[Outgoing]: ...
+        def job_reboot_registered(self, node: Node, rebooted: bool) -> list[Outgoing]: ...
         def terminate_body(self, job: Job) -> dict[str, Any]: ...
         def _end_failed_run(self, job: Job, failed: str, now: float) -> list[Outgoing]: ...
         def _finish(self, job: Job, state: str, end: float, exit_code: int = 0,
@@ -175,7 +178,7 @@ class NodeAdmin:
                 raise RequestError(*INVALID_NODE)
             targets.append(node)
         for node in targets:
-            if node.reboot == "issued":
+            if node.reboot in ("issued", "job"):
                 continue  # (it is rebooting: the request is done already)
             node.reboot = "requested"
             node.reboot_next = next_state
@@ -191,7 +194,7 @@ class NodeAdmin:
         return self.reboots_due(now)
 
     def _cancel_reboot(self, node: Node) -> None:
-        if node.reboot == "issued":
+        if node.reboot in ("issued", "job"):
             raise RequestError(*REBOOT_IN_PROGRESS)
         if node.reboot != "requested":
             log.info("cancel_reboot: node %s has no reboot pending", node.name)
@@ -219,7 +222,9 @@ class NodeAdmin:
             if node is None:
                 self.reboot_pending.discard(name)
                 continue
-            if node.reboot == "requested" and node.responding and name not in busy:
+            if node.reboot == "job":  # (a --reboot job's: core_reboot.py)
+                out.extend(self.job_reboot_due(node, now))
+            elif node.reboot == "requested" and node.responding and name not in busy:
                 node.reboot, node.reboot_time = "issued", now
                 log.info("node %s is idle: reboot issued", name)
                 out.append(self._reboot_word(name, now))
@@ -253,9 +258,12 @@ class NodeAdmin:
         done and the node takes its NextState.  If it has not (the same daemon registering
         again, to a restarted controller that may never have sent the word), it is told again."""
         node = self.nodes.get(name)
-        if node is None or node.reboot != "issued" or node.reboot_time is None:
+        if node is None or node.reboot not in ("issued", "job") or node.reboot_time is None:
             return []
-        if max(boot_time or 0.0, start_time or 0.0) <= node.reboot_time:
+        rebooted = max(boot_time or 0.0, start_time or 0.0) > node.reboot_time
+        if node.reboot == "job":  # (a --reboot job's: core_reboot.py)
+            return self.job_reboot_registered(node, rebooted)
+        if not rebooted:
             log.info("node %s registered without having rebooted: reboot issued again", name)
             return [self._reboot_word(name, self.now)]
         next_state, drained = node.reboot_next, node.reboot_drained
@@ -309,7 +317,7 @@ class NodeAdmin:
             if (not isinstance(record, dict) or set(record) != set(SAVED_FIELDS)
                     or any(not isinstance(record[f], kinds) or isinstance(record[f], bool) and bool not in kinds
                            for f, kinds in SAVED_FIELDS.items())
-                    or record["reboot"] not in ("", "requested", "issued") or record["reboot_next"] not in NEXT_STATES):
+                    or record["reboot"] not in ("", "requested", "issued", "job") or record["reboot_next"] not in NEXT_STATES):
                 log.error("saved state of node %s has the wrong shape, not restored: %r", name, record)
                 continue
             for field, value in record.items():

@@ -14,6 +14,7 @@ from plurm.corescheduler.core_mail import MailEffects  # area: mail
 from plurm.corescheduler.core_hetjob import HetJobs  # area: hetjob
 from plurm.corescheduler.core_timeprio import TimePriority  # area: timeprio
 from plurm.corescheduler.core_rest import RestOptions  # area: rest
+from plurm.corescheduler.core_reboot import JobReboot  # area: reboot
 
 
 class OptionEffects(
@@ -24,5 +25,6 @@ class OptionEffects(
     MailEffects,  # area: mail
     AdvanceReservations,  # area: reservations
     RestOptions,  # area: rest
+    JobReboot,  # area: reboot
 ):
     """What the issue-14 options do in the core; the areas' mixins are its bases."""

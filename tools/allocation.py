@@ -54,18 +54,19 @@ def _wait_running(conn: Connection, job_id: int, prog: str, immediate: float | N
         if job is None:
             raise AllocationError(f"{prog}: error: Job allocation {job_id} has been revoked.")
         state = job.get("state", "PENDING")
-        if state == "RUNNING":
+        configuring = state == "RUNNING" and job.get("configuring")  # --reboot: granted once its nodes are back
+        if state == "RUNNING" and not configuring:
             if announced and not quiet:
                 print(f"{prog}: job {job_id} has been allocated resources", file=sys.stderr)
             return job
-        if state != "PENDING":
+        if state != "PENDING" and not configuring:
             raise AllocationError(f"{prog}: error: Job allocation {job_id} has been revoked.")
-        if not announced and not quiet:
+        if not announced and not quiet and not configuring:
             if prog == "salloc":  # (srun says only "queued and waiting")
                 print(f"salloc: Pending job allocation {job_id}", file=sys.stderr)
             print(f"{prog}: job {job_id} queued and waiting for resources", file=sys.stderr)
             announced = True
-        if immediate is not None and time.monotonic() - started > immediate:
+        if immediate is not None and not configuring and time.monotonic() - started > immediate:
             release(conn, job_id, cancel=True)
             raise AllocationError(f"{prog}: error: Unable to allocate resources: Requested node configuration "
                                   "is not available")

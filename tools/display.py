@@ -175,8 +175,15 @@ def job_state(job: dict) -> str:
     return job.get("state", "PENDING")
 
 
-def job_state_code(job: dict) -> str:
+def job_state_shown(job: dict) -> str:
+    """The state squeue prints (%T): a running --reboot job whose nodes boot is CONFIGURING
+    (core_reboot.py); everything else that reads a state treats it as RUNNING, as Slurm."""
     state = job_state(job)
+    return "CONFIGURING" if state == "RUNNING" and job.get("configuring") else state
+
+
+def job_state_code(job: dict) -> str:
+    state = job_state_shown(job)
     return JOB_STATE_CODES.get(state, state[:2])
 
 

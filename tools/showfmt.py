@@ -139,6 +139,8 @@ def job_mem_total(job: dict, def_mem_per_cpu: int | None = None) -> int | None:
 def job_state_str(job: dict) -> str:
     if job.get("completing"):
         return "COMPLETING"
+    if job.get("configuring") and job.get("state") == "RUNNING":  # --reboot: its nodes boot (core_reboot.py)
+        return "CONFIGURING"
     return job.get("state", "PENDING")
 
 

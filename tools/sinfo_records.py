@@ -28,10 +28,12 @@ FLAG_RES = 0x20  # in an ACTIVE advance reservation
 FLAG_MAINT = 0x8000
 FLAG_REBOOT_REQUESTED = 0x10000
 FLAG_REBOOT_ISSUED = 0x100000
+FLAG_POWERING_UP = 0x4000  # (a --reboot job's nodes while they boot: corescheduler/core_reboot.py)
 FLAGS = {"DRAIN": FLAG_DRAIN, "COMPLETING": FLAG_COMPLETING, "FAIL": FLAG_FAIL, "MAINT": FLAG_MAINT,
          "MAINTENANCE": FLAG_MAINT, "RESERVED": FLAG_RES,  # (an ACTIVE reservation's: core_resv.resv_state)
          "POWERED_DOWN": FLAG_POWERED_DOWN, "NOT_RESPONDING": FLAG_NO_RESPOND,
-         "REBOOT_REQUESTED": FLAG_REBOOT_REQUESTED, "REBOOT_ISSUED": FLAG_REBOOT_ISSUED}
+         "REBOOT_REQUESTED": FLAG_REBOOT_REQUESTED, "REBOOT_ISSUED": FLAG_REBOOT_ISSUED,
+         "POWERING_UP": FLAG_POWERING_UP}
 # Pseudo ids for -t values that are not a base state.
 T_DRAIN, T_DRAINED, T_DRAINING, T_NO_RESPOND = 1000, 1001, 1002, 1003
 
@@ -65,7 +67,7 @@ def state_long(num: int) -> str:
 
 def _state_string(num: int, compact: bool) -> str:
     base = num & STATE_BASE_MASK
-    star = "*" if num & FLAG_NO_RESPOND else ""
+    star = "#" if num & FLAG_POWERING_UP else "*" if num & FLAG_NO_RESPOND else ""  # (22.05: alloc#)
     if num & FLAG_MAINT and base not in (3, 5):
         return "MAINT" + star
     # A reboot pending (@) or issued (^): "BOOT" unless jobs still run there.

@@ -174,7 +174,7 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     power: str | None = None  # --power=level (no power plugin: shown only)
     selinux_context: str | None = None  # --context (no SELinux: kept, not shown)
     batch_features: str | None = None  # --batch: refused at submission (no node_features plugin)
-    reboot: bool = False  # --reboot (shown Reboot=1; nodes are not rebooted: see core_rest.py)
+    reboot: bool = False  # --reboot (Reboot=1): its nodes reboot before it runs (core_reboot.py)
     other_options: dict[str, str] = {}  # accepted, not acted on: shown by scontrol
 
 
@@ -217,6 +217,7 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     # the many jobs that do not share hold no list of their own (fewer objects for the GC).
     share_rows: tuple[int, ...] = ()
     completing: bool = False  # finished, resources not yet released by plurmd
+    configuring: bool = False  # --reboot: RUNNING while its nodes reboot, not launched yet (core_reboot.py; squeue CF)
     exit_code: int = 0
     exit_signal: int = 0
     derived_exit_code: int = 0  # the worst srun step's status (Slurm's derived exit code)
@@ -298,7 +299,8 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
     arch: str = ""
     version: str = ""
     # scontrol reboot (corescheduler/core_nodeadmin.py): "" none, "requested" (waiting for
-    # the node to be idle), "issued" (plurmd told; until it registers again)
+    # the node to be idle), "issued" (plurmd told; until it registers again), "job" (issued for
+    # a --reboot job, which starts once its nodes are back: core_reboot.py)
     reboot: str = ""
     reboot_next: str = ""  # the state after the reboot: "" (back in service), RESUME, DOWN, UNDRAIN
     reboot_time: float | None = None  # when the reboot was issued
@@ -327,6 +329,8 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
             base = "MIXED"
         if self.drain:
             base += "+DRAIN"
+        if self.reboot == "job":  # rebooting for a --reboot job, as 22.05 shows it (core_reboot.py)
+            return base + "+NOT_RESPONDING+POWERING_UP"
         if self.reboot == "issued":  # (Slurm lists its flags alphabetically)
             base += "+REBOOT_ISSUED"
         elif self.reboot:

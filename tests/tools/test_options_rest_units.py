@@ -150,8 +150,9 @@ def test_the_controller_refuses_batch_features() -> None:
                                                        constraint="fast")), ALICE, T0)
     assert str(err.value) == "Job --batch option is invalid or not a subset of --constraints"
     assert not core.jobs
+    operator = Identity(0, 0, "root", operator=True)  # (--reboot is the operators': core_reboot.py)
     job = service.submit(protocol.SubmitJob(spec=JobSpec(script="#!/bin/sh\n", reboot=True, power="LEVEL",
-                                                         switches=1, switch_wait_s=300)), ALICE, T0)
+                                                         switches=1, switch_wait_s=300)), operator, T0)
     assert core.jobs[job["job_id"]].spec.reboot  # kept (shown Reboot=1)
 
 

@@ -22,6 +22,8 @@ def job_state(job: dict) -> list[str]:
     out = [job.get("state", "PENDING")]
     if job.get("completing"):
         out.append("COMPLETING")
+    if job.get("configuring"):
+        out.append("CONFIGURING")
     return out
 
 

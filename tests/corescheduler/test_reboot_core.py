@@ -1,0 +1,112 @@
+"""``--reboot`` in the core, sans-IO (core_reboot.py): who may ask, CONFIGURING until the
+nodes are back, ResumeTimeout, and where the option is ignored; the daemons' side is
+tests/integration/test_reboot_job.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from plurm.corescheduler.core import ClusterCore, CoreSettings
+from plurm.corescheduler.errors import RequestError
+from plurm.corescheduler.identity import Identity
+from plurm.corescheduler.service import Service
+from plurm.wire import model, protocol
+from plurm.wire.model import JobSpec, Node, Partition
+
+ROOT = Identity(0, 0, "root", operator=True)
+ALICE = Identity(1001, 1001, "alice", frozenset({"alice"}))
+T0 = 1_000_000.0
+
+
+def _core(own_hosts: bool = False, **settings) -> tuple[ClusterCore, Service]:
+    """Two nodes on one host (a local cluster), or each on its own (``own_hosts``)."""
+    nodes = {f"n{i}": Node(name=f"n{i}", cpus=4, real_memory=4000, responding=True, boot_time=1.0,
+                           slurmd_start_time=2.0, addr=f"10.0.0.{i}" if own_hosts else "127.0.0.1",
+                           hostname=f"n{i}" if own_hosts else "localhost") for i in (1, 2)}
+    partitions = {"debug": Partition(name="debug", nodes=list(nodes), default=True)}
+    core = ClusterCore(nodes, partitions, CoreSettings(cluster_name="t", **settings), now=T0)
+    return core, Service(core)
+
+
+def _submit(service: Service, who: Identity = ROOT, **spec) -> int:
+    spec.setdefault("script", "#!/bin/sh\ntrue\n")
+    spec.setdefault("reboot", True)
+    spec.setdefault("exclusive", True)
+    return service.submit(protocol.SubmitJob(spec=JobSpec(**spec)), who, T0)["job_id"]
+
+
+def _kinds(out: list) -> list[tuple[str, str]]:
+    return [(o.node, o.msg_type) for o in out]
+
+
+def test_only_operators_may_reboot() -> None:
+    core, service = _core()
+    with pytest.raises(RequestError) as refused:
+        _submit(service, ALICE)
+    assert (str(refused.value), refused.value.detail) == ("Access/permission denied",
+                                                         "rebooting of nodes is only allowed for admins")
+    assert not core.jobs
+    _submit(service, ALICE, reboot=False)  # (the same job without it is fine)
+
+
+def test_configuring_until_every_node_registered_again() -> None:
+    core, service = _core()
+    job_id = _submit(service, nodes_min=2)
+    out = core.schedule(T0)
+    job = core.jobs[job_id]
+    assert sorted(_kinds(out)) == [("n1", "reboot_node"), ("n2", "reboot_node")]  # no launch_job yet
+    assert (job.state, job.configuring, job.start_time) == (model.RUNNING, True, T0)
+    assert core.nodes["n1"].state == "ALLOCATED+NOT_RESPONDING+POWERING_UP"
+    assert (job_id, "batch") not in core.steps
+    # n1 registers without having restarted (the same daemon): told again, still configuring.
+    core.now = T0 + 1
+    assert _kinds(core.reboot_registered("n1", 1.0, 2.0)) == [("n1", "reboot_node")]
+    assert core.reboot_registered("n1", 1.0, T0 + 2) == [] and job.configuring  # n2 still boots
+    assert core.nodes["n1"].state == "ALLOCATED"
+    core.now = T0 + 3
+    out = core.reboot_registered("n2", 1.0, T0 + 3)
+    assert _kinds(out) == [("n1", "launch_job")]
+    assert (job.configuring, job.start_time, job.state) == (False, T0 + 3, model.RUNNING)
+    assert (job_id, "batch") in core.steps
+    assert not core.reboot_pending
+
+
+def test_a_node_not_back_within_resume_timeout_is_down_and_the_job_requeued() -> None:
+    core, service = _core(resume_timeout=10.0)
+    requeued = _submit(service, req_nodes=["n1"])
+    failed = _submit(service, req_nodes=["n2"], requeue=False, requeue_given=True)
+    core.schedule(T0)
+    assert core.jobs[requeued].configuring and core.jobs[failed].configuring
+    # The daemons still answer (the word lost, or a report to deliver first): told again every 5 s.
+    assert sorted(_kinds(core.tick(T0 + 6))) == [("n1", "reboot_node"), ("n2", "reboot_node")]
+    core.tick(T0 + 11)
+    for name in ("n1", "n2"):
+        node = core.nodes[name]
+        assert (node.down, node.responding, node.reason, node.reboot) == (True, False, "reboot timed out", "")
+        assert node.state == "DOWN*"
+    job = core.jobs[requeued]
+    assert (job.state, job.restarts, job.configuring) == (model.PENDING, 1, False)
+    assert job.earlier_runs and job.earlier_runs[-1].state == model.NODE_FAIL
+    assert (core.jobs[failed].state, core.jobs[failed].configuring) == (model.NODE_FAIL, False)
+
+
+def test_ignored_where_nodes_cannot_reboot_and_done_with_a_reboot_program() -> None:
+    core, service = _core(own_hosts=True)  # real nodes, no RebootProgram: 22.05 runs it at once
+    job_id = _submit(service, req_nodes=["n1"])
+    assert _kinds(core.schedule(T0)) == [("n1", "launch_job")] and not core.jobs[job_id].configuring
+    core, service = _core(own_hosts=True, reboot_program="/sbin/reboot")
+    job_id = _submit(service, req_nodes=["n1"])
+    assert _kinds(core.schedule(T0)) == [("n1", "reboot_node")] and core.jobs[job_id].configuring
+
+
+def test_a_reboot_in_progress_survives_a_controller_restart() -> None:
+    core, service = _core()
+    job_id = _submit(service, req_nodes=["n1"])
+    core.schedule(T0)
+    saved, job = core.take_node_admin(), core.jobs[job_id]
+    fresh, _ = _core()
+    again = ClusterCore(fresh.nodes, fresh.partitions, fresh.settings, jobs=[job], now=T0 + 5)
+    again.restore_node_admin(saved, T0 + 5)
+    assert again.nodes["n1"].reboot == "job" and again.jobs[job_id].configuring
+    again.now = T0 + 6
+    assert _kinds(again.reboot_registered("n1", 1.0, T0 + 6)) == [("n1", "launch_job")]
