@@ -223,7 +223,7 @@ class JobEnds:
             return self._finish(job, model.CANCELLED, now)
         if job.state in (model.RUNNING, model.SUSPENDED):
             job.cancel_state = model.CANCELLED
-            if not job.spec.batch:
+            if not job.spec.batch or job.configuring:  # (nothing launched: its nodes still boot, core_reboot.py)
                 out = self._finish(job, model.CANCELLED, now)
                 return out + [Outgoing(n, "terminate_job", self.terminate_body(job))
                               for n in job.nodes]

@@ -17,7 +17,7 @@ does, after Slurm 22.05's slurmctld (the node_mgr.c behaviour as documented and 
   plurmd that still had a job's end to report).
   A node not back within ResumeTimeout (60 s by default) is set DOWN ("reboot timed out").
 - **CANCEL_REBOOT** withdraws a request that has not been issued yet (and the ASAP drain).
-- A ``--reboot`` job's nodes reboot too (``reboot == "job"``): core_reboot.py says how.
+- A ``--reboot`` job's nodes reboot too (issued, with ``reboot_job``): core_reboot.py says how.
 
 What an administrator set survives a controller restart or a takeover, as slurmctld's node
 state file: ``take_node_admin`` gives the nodes' DOWN/DRAIN flags, reasons and reboots as
@@ -52,7 +52,8 @@ STATES = ("DRAIN", "DOWN", "RESUME", "IDLE", "UNDRAIN", "CANCEL_REBOOT")
 SAVED_FIELDS: dict[str, tuple[type, ...]] = {
     "down": (bool,), "drain": (bool,), "reason": (str, type(None)), "reason_time": (float, int, type(None)),
     "reason_user": (str, type(None)), "reboot": (str,), "reboot_next": (str,),
-    "reboot_time": (float, int, type(None)), "reboot_drained": (bool,)}
+    "reboot_time": (float, int, type(None)), "reboot_drained": (bool,), "reboot_job": (bool,)}
+OPTIONAL_FIELDS = {"reboot_job": False}  # (newer than some saved states: their default)
 
 
 class NodeAdmin:
@@ -178,7 +179,7 @@ class NodeAdmin:
                 raise RequestError(*INVALID_NODE)
             targets.append(node)
         for node in targets:
-            if node.reboot in ("issued", "job"):
+            if node.reboot == "issued":
                 continue  # (it is rebooting: the request is done already)
             node.reboot = "requested"
             node.reboot_next = next_state
@@ -194,7 +195,7 @@ class NodeAdmin:
         return self.reboots_due(now)
 
     def _cancel_reboot(self, node: Node) -> None:
-        if node.reboot in ("issued", "job"):
+        if node.reboot == "issued":
             raise RequestError(*REBOOT_IN_PROGRESS)
         if node.reboot != "requested":
             log.info("cancel_reboot: node %s has no reboot pending", node.name)
@@ -222,7 +223,7 @@ class NodeAdmin:
             if node is None:
                 self.reboot_pending.discard(name)
                 continue
-            if node.reboot == "job":  # (a --reboot job's: core_reboot.py)
+            if node.reboot == "issued" and node.reboot_job:  # (a --reboot job's: core_reboot.py)
                 out.extend(self.job_reboot_due(node, now))
             elif node.reboot == "requested" and node.responding and name not in busy:
                 node.reboot, node.reboot_time = "issued", now
@@ -258,10 +259,10 @@ class NodeAdmin:
         done and the node takes its NextState.  If it has not (the same daemon registering
         again, to a restarted controller that may never have sent the word), it is told again."""
         node = self.nodes.get(name)
-        if node is None or node.reboot not in ("issued", "job") or node.reboot_time is None:
+        if node is None or node.reboot != "issued" or node.reboot_time is None:
             return []
         rebooted = max(boot_time or 0.0, start_time or 0.0) > node.reboot_time
-        if node.reboot == "job":  # (a --reboot job's: core_reboot.py)
+        if node.reboot_job:  # (a --reboot job's: core_reboot.py)
             return self.job_reboot_registered(node, rebooted)
         if not rebooted:
             log.info("node %s registered without having rebooted: reboot issued again", name)
@@ -314,10 +315,12 @@ class NodeAdmin:
             if node is None:
                 log.warning("saved state of node %s: no longer in slurm.conf", name)
                 continue
+            if isinstance(record, dict):
+                record = {**OPTIONAL_FIELDS, **record}
             if (not isinstance(record, dict) or set(record) != set(SAVED_FIELDS)
                     or any(not isinstance(record[f], kinds) or isinstance(record[f], bool) and bool not in kinds
                            for f, kinds in SAVED_FIELDS.items())
-                    or record["reboot"] not in ("", "requested", "issued", "job") or record["reboot_next"] not in NEXT_STATES):
+                    or record["reboot"] not in ("", "requested", "issued") or record["reboot_next"] not in NEXT_STATES):
                 log.error("saved state of node %s has the wrong shape, not restored: %r", name, record)
                 continue
             for field, value in record.items():

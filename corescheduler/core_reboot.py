@@ -23,9 +23,11 @@ tests/integration/reference/reboot/):
   either, and there plurmd restarting itself stands in for the reboot, as it does for
   ``scontrol reboot`` (nodeagent/reboot.py).
 
-What a reboot changes lives on the nodes (``Node.reboot == "job"``, with its issue time),
-which core_nodeadmin.py saves across a controller restart, and on the job
-(``Job.configuring``), which the store keeps with it.
+What a reboot changes lives on the nodes (an issued reboot, ``Node.reboot == "issued"``,
+marked ``reboot_job``: no other job starts there and SlurmdTimeout does not count until it
+is done, as for ``scontrol reboot``), which core_nodeadmin.py saves across a controller
+restart, and on the job (``Job.configuring``), which the store keeps with it.  A job that
+ends while its nodes boot (scancel) leaves them a plain issued reboot (REBOOT_ISSUED).
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ class JobReboot:
         """A --reboot job just allocated: CONFIGURING, and its nodes told to reboot (the
         words returned); None when it starts as any job does (no --reboot, or nodes that
         cannot reboot)."""
+        job.configuring = False  # (a run before a requeue may have left it set)
         if not job.spec.reboot or not job.nodes:
             return None
         if not self.nodes_can_reboot(job.nodes):
@@ -100,7 +103,7 @@ class JobReboot:
         for name in job.nodes:
             node = self.nodes[name]
             # (a reboot an administrator asked for and not issued yet is done by this one)
-            node.reboot, node.reboot_time, node.reboot_next = "job", now, ""
+            node.reboot, node.reboot_time, node.reboot_next, node.reboot_job = "issued", now, "", True
             self.reboot_pending.add(name)
             out.append(self._reboot_word(name, now))
         self.node_admin_dirty = True
@@ -123,7 +126,7 @@ class JobReboot:
         self._reboot_done(node)
         log.info("node %s rebooted for a --reboot job", node.name)
         job = self._booting_job(node.name)
-        if job is None or any(self.nodes[n].reboot == "job" for n in job.nodes if n in self.nodes):
+        if job is None or any(self.nodes[n].reboot_job for n in job.nodes if n in self.nodes):
             return []
         now = self.now
         job.configuring = False
@@ -137,20 +140,22 @@ class JobReboot:
         """A node rebooting for a job, on each tick: past ResumeTimeout it is DOWN and the
         job's run has failed with it; while its plurmd still answers (it had a report to
         deliver first, or the word was lost) the word is sent again."""
+        job = self._booting_job(node.name)
+        if job is None:  # (the job ended meanwhile: a reboot like scontrol's, core_nodeadmin.py)
+            node.reboot_job = False
+            self.node_admin_dirty = True
+            return []
         timeout = self.settings.resume_timeout
         started = max(node.reboot_time or now, self._reboots_restored_at)
         if now - started > timeout:
             log.warning("node %s did not come back within ResumeTimeout (%.0f s): DOWN", node.name, timeout)
-            job = self._booting_job(node.name)
             self._reboot_done(node)
             node.down, node.responding = True, False
             self._set_reason(node, TIMED_OUT, self.settings.slurm_user, now)
             self.need_schedule = True
-            if job is None:
-                return []
             job.configuring = False
             for other in job.nodes:  # (they are no longer the job's: back in service when they return)
-                if other in self.nodes and self.nodes[other].reboot == "job":
+                if other in self.nodes and self.nodes[other].reboot_job:
                     self._reboot_done(self.nodes[other])
             return self._end_failed_run(job, node.name, now)
         sent = (self._reboot_sent or {}).get(node.name, 0.0)
@@ -159,7 +164,7 @@ class JobReboot:
         return []
 
     def _reboot_done(self, node: Node) -> None:
-        node.reboot, node.reboot_time = "", None
+        node.reboot, node.reboot_time, node.reboot_job = "", None, False
         self.reboot_pending.discard(node.name)
         self.node_admin_dirty = True
         self.need_schedule = True

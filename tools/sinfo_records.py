@@ -100,7 +100,7 @@ def _state_string(num: int, compact: bool) -> str:
         return ("COMP" if compact else "COMPLETING") + star
     if base == 2:
         if star:
-            return "IDLE*"
+            return "IDLE" + star
         if num & FLAG_RES:  # (as the real 22.05: resv / reserved)
             return "RESV" if compact else "RESERVED"
         return "IDLE~" if num & FLAG_POWERED_DOWN else "IDLE"

@@ -299,12 +299,12 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
     arch: str = ""
     version: str = ""
     # scontrol reboot (corescheduler/core_nodeadmin.py): "" none, "requested" (waiting for
-    # the node to be idle), "issued" (plurmd told; until it registers again), "job" (issued for
-    # a --reboot job, which starts once its nodes are back: core_reboot.py)
+    # the node to be idle), "issued" (plurmd told; until it registers again)
     reboot: str = ""
     reboot_next: str = ""  # the state after the reboot: "" (back in service), RESUME, DOWN, UNDRAIN
     reboot_time: float | None = None  # when the reboot was issued
     reboot_drained: bool = False  # ASAP drained it (the drain ends with the reboot)
+    reboot_job: bool = False  # the issued reboot is a --reboot job's, which runs once it is done (core_reboot.py)
     # CoreSpecCount/CPUSpecList (corescheduler/topology.py, area topology): CPUs kept for the
     # system, never given to jobs (scontrol: CPUEfctv = CPUTot minus these).
     cpu_spec_list: list[int] = []
@@ -329,7 +329,7 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
             base = "MIXED"
         if self.drain:
             base += "+DRAIN"
-        if self.reboot == "job":  # rebooting for a --reboot job, as 22.05 shows it (core_reboot.py)
+        if self.reboot == "issued" and self.reboot_job:  # for a --reboot job, as 22.05 shows it (core_reboot.py)
             return base + "+NOT_RESPONDING+POWERING_UP"
         if self.reboot == "issued":  # (Slurm lists its flags alphabetically)
             base += "+REBOOT_ISSUED"

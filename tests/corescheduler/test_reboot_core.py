@@ -107,6 +107,32 @@ def test_a_reboot_in_progress_survives_a_controller_restart() -> None:
     fresh, _ = _core()
     again = ClusterCore(fresh.nodes, fresh.partitions, fresh.settings, jobs=[job], now=T0 + 5)
     again.restore_node_admin(saved, T0 + 5)
-    assert again.nodes["n1"].reboot == "job" and again.jobs[job_id].configuring
+    assert (again.nodes["n1"].reboot, again.nodes["n1"].reboot_job, again.jobs[job_id].configuring) == \
+        ("issued", True, True)
     again.now = T0 + 6
     assert _kinds(again.reboot_registered("n1", 1.0, T0 + 6)) == [("n1", "launch_job")]
+
+
+def test_saved_node_state_of_an_older_plurm_still_restores() -> None:
+    core, _ = _core()
+    core.restore_node_admin('{"n1": {"down": false, "drain": true, "reason": "old", "reason_time": 5, '
+                            '"reason_user": "root", "reboot": "", "reboot_next": "", "reboot_time": null, '
+                            '"reboot_drained": false}}', T0)
+    assert core.nodes["n1"].drain and core.nodes["n1"].reason == "old"
+
+
+def test_cancelled_while_its_nodes_boot_ends_at_once_and_they_finish_rebooting() -> None:
+    core, service = _core()
+    job_id = _submit(service, req_nodes=["n1"])
+    core.schedule(T0)
+    service.cancel(protocol.CancelJob(job_ids=[str(job_id)]), ROOT, T0 + 1)
+    job = core.jobs[job_id]
+    assert (job.state, job.completing) == (model.CANCELLED, False)
+    core.tick(T0 + 2)  # (a plain issued reboot now: no job starts there until it is back)
+    assert core.nodes["n1"].state == "IDLE+REBOOT_ISSUED"
+    other = _submit(service, req_nodes=["n1"], reboot=False)
+    core.schedule(T0 + 3)
+    assert core.jobs[other].state == model.PENDING
+    core.now = T0 + 4
+    core.reboot_registered("n1", 1.0, T0 + 4)
+    assert _kinds(core.schedule(T0 + 5)) == [("n1", "launch_job")]

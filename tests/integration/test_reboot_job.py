@@ -68,6 +68,10 @@ def test_reboot_job_configures_then_runs(fresh_cluster: Cluster, tmp_path: Path)
     assert done["start_time"] >= node["slurmd_start_time"]  # its start: once the node was back
     assert "no RebootProgram, plurmd restarts itself" in (c.dir / "log" / "plurmd-n1.log").read_text()
     assert _sinfo(c, "n1") == "idle|idle|none\n"
+    # srun's allocation is granted once its node is back; then its step runs there.
+    before = _node(c, "n2")["slurmd_start_time"]
+    ran = c.run("srun", "--reboot", "-w", "n2", "printenv", "SLURMD_NODENAME", check=True, timeout=90)
+    assert ran.stdout == "n2\n" and _node(c, "n2")["slurmd_start_time"] > before
 
 
 def test_node_not_back_within_resume_timeout_is_down_and_the_job_requeued(fresh_cluster: Cluster,

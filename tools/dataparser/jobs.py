@@ -22,7 +22,7 @@ def job_state(job: dict) -> list[str]:
     out = [job.get("state", "PENDING")]
     if job.get("completing"):
         out.append("COMPLETING")
-    if job.get("configuring"):
+    if job.get("configuring") and out[0] == "RUNNING":  # --reboot: its nodes boot (core_reboot.py)
         out.append("CONFIGURING")
     return out
 
