@@ -115,6 +115,9 @@ def main() -> int:
                                "launch_failed": "Slurmd could not execve job"})
             continue
         pmi_env, pmi_fds = pmi.task_env(rank) if pmi is not None else ({}, ())
+        if pmi is not None and pmi.failed:  # --mpi=pmix without a PMIx server (said why): it never runs
+            send("task_exit", {"task": rank, "exit_code": 1, "signal": 0, "launch_failed": pmi.failed})
+            continue
         env.update(pmi_env)
         task_io = TaskIo.of(io, rank=rank, node_id=msg["node_id"], job_id=msg["job_id"], work_dir=msg["work_dir"],
                             shared=shared)

@@ -1,5 +1,8 @@
 """plurmstepd's PMI glue (``--mpi=pmi2``): the node's PMI server on its poller, srun's answers.
 
+``--mpi=pmix`` has a glue of its own with the same methods (nodeagent/pmix_step.py): for_step
+chooses.
+
 nodeagent/pmi2.py speaks the protocol; this module gives each task its end (the variables and
 the descriptor it inherits), turns the server's events into messages on the step's channel
 to srun (``pmi_fence``, ``pmi_abort``; a complaint becomes slurmstepd's error line on the step's
@@ -35,10 +38,19 @@ class StepPmi:
         self.registered: set[int] = set()
         self.killed = False
 
+    failed = ""  # (a PMI-2 server always starts; see nodeagent/pmix_step.py)
+
     @classmethod
-    def for_step(cls, msg: dict[str, Any], node_name: str, send: Send) -> StepPmi | None:
-        """The server when srun chose ``--mpi=pmi2`` (None: the tasks get no PMI)."""
-        return cls(msg, node_name, send) if msg.get("mpi") == "pmi2" else None
+    def for_step(cls, msg: dict[str, Any], node_name: str, send: Send) -> Any:
+        """The server when srun chose ``--mpi=pmi2`` (or PMIx's, for ``--mpi=pmix``); None: the
+        tasks get no PMI."""
+        if msg.get("mpi") == "pmi2":
+            return cls(msg, node_name, send)
+        if msg.get("mpi") in ("pmix", "pmix_v4"):
+            from plurm.nodeagent.pmix_step import StepPmix
+
+            return StepPmix(msg, node_name, send)
+        return None
 
     def task_env(self, rank: int) -> tuple[dict[str, str], tuple[int, ...]]:
         """PMI_FD and its companions for task ``rank`` (SLURM_MPI_TYPE as 22.05 sets it), and the
@@ -105,18 +117,24 @@ class StepPmi:
             self.server.fence_done(msg.seq, dict(msg.kvs))
         elif isinstance(msg, protocol.PmiKill) and not self.killed:
             self.killed = True
-            if self.node_id == 0:  # one line for the step, as 22.05's first node writes it
-                clock = msg.clock or "unknown"
-                self.send("task_output", {"task": self.first_rank, "stream": 2, "data":
-                                          f"slurmstepd-{self.node_name}: error: *** STEP {self.job_step} ON "
-                                          f"{self.node_name} CANCELLED AT {clock} ***\n"})
-            for proc in procs.values():
-                if proc.returncode is None:
-                    try:
-                        os.kill(proc.pid, signal.SIGKILL)
-                    except OSError:
-                        pass
+            kill_on_srun_word(msg, self.node_id, self.node_name, self.job_step, self.first_rank, self.send, procs)
         return True
 
     def close(self) -> None:
         self.server.close()
+
+
+def kill_on_srun_word(msg: Any, node_id: int, node_name: str, job_step: str, first_rank: int, send: Send,
+                      procs: dict[int, subprocess.Popen]) -> None:
+    """srun's ``pmi_kill`` (an abort somewhere in the step): slurmstepd's line, then every task killed."""
+    if node_id == 0:  # one line for the step, as 22.05's first node writes it
+        clock = msg.clock or "unknown"
+        send("task_output", {"task": first_rank, "stream": 2, "data":
+                             f"slurmstepd-{node_name}: error: *** STEP {job_step} ON "
+                             f"{node_name} CANCELLED AT {clock} ***\n"})
+    for proc in procs.values():
+        if proc.returncode is None:
+            try:
+                os.kill(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass

@@ -1,19 +1,34 @@
 """srun's MPI plugin type: ``--mpi``, then ``SLURM_MPI_TYPE``, then slurm.conf's ``MpiDefault``.
 
-plurm has two of 22.05's mpi plugins: ``none`` (the tasks get nothing) and ``pmi2`` (each
-node's plurmstepd serves PMI-1 and PMI-2 on ``PMI_FD``: nodeagent/pmi2.py).  ``pmix`` and
-``cray_shasta`` need libraries plurm does not ship: srun refuses them with the words 22.05's
-srun prints for a plugin it cannot find (tests/nodeagent/reference/mpi/mpi_bogus.stderr),
-before it asks for anything.  ``--mpi=list`` names what there is, as 22.05 does on stdout.
+plurm has three of 22.05's mpi plugins: ``none`` (the tasks get nothing), ``pmi2`` (each
+node's plurmstepd serves PMI-1 and PMI-2 on ``PMI_FD``: nodeagent/pmi2.py) and, where the host
+has the PMIx library (Debian's libpmix2: nodeagent/pmix_lib.py), ``pmix`` with its versioned
+name ``pmix_v4`` (plurmstepd serves PMIx through it: nodeagent/pmix_server.py).  ``cray_shasta``
+(and ``pmix`` without the library) srun refuses with the words 22.05's srun prints for a plugin
+it cannot find (tests/nodeagent/reference/mpi/mpi_bogus.stderr), before it asks for anything.
+``--mpi=list`` names what there is, in 22.05's order, on stdout.
 """
 
 from __future__ import annotations
 
-TYPES = ("none", "pmi2")  # what --mpi=list prints, in this order
+BASE_TYPES = ("none", "pmi2")
+PMIX_TYPES = ("pmix", "pmix_v4")
+
+
+def types() -> tuple[str, ...]:
+    """The MPI types srun accepts on this host (pmix only where libpmix is)."""
+    from plurm.nodeagent.pmix_lib import library_path
+
+    return (*BASE_TYPES, *PMIX_TYPES) if library_path() else BASE_TYPES
 
 
 def list_text() -> str:
-    return "MPI plugin types are...\n" + "".join(f"\t{name}\n" for name in TYPES)
+    """22.05's ``--mpi=list``: the plugins (pmix first, as 22.05 lists its directory), then the
+    versioned pmix names on a line of their own."""
+    pmix = "pmix" in types()
+    names = (["pmix"] if pmix else []) + list(BASE_TYPES)
+    text = "MPI plugin types are...\n" + "".join(f"\t{name}\n" for name in names)
+    return text + ("specific pmix plugin versions available: pmix_v4\n" if pmix else "")
 
 
 def refusal(name: str) -> str:
@@ -47,7 +62,7 @@ def answer(value: str | None) -> int | None:
     if value == "list":
         sys.stdout.write(list_text())
         return 0
-    if value not in TYPES:
+    if value not in types():
         sys.stderr.write(refusal(value))
         return 1
     return None
@@ -59,7 +74,7 @@ def chosen(value: str | None, conf: str | None) -> str | None:
     import sys
 
     name = value or mpi_default(conf)
-    if name not in TYPES:
+    if name not in types():
         sys.stderr.write(refusal(name))
         return None
     return name

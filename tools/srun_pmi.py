@@ -1,4 +1,7 @@
-"""srun's side of ``--mpi=pmi2``: the meeting point of the step's fences, and MPI_Abort.
+"""srun's side of ``--mpi=pmi2`` and ``--mpi=pmix``: the meeting point of the step's fences, and MPI_Abort.
+
+``--mpi=pmix`` uses the same messages: each node's packed PMIx fence data is one put of its own
+(``pmix.<node id>``, nodeagent/pmix_step.py), so joining the puts joins the nodes' data.
 
 Each node's plurmstepd sends ``pmi_fence`` once all its tasks are in a fence, with their puts
 (nodeagent/pmi2.py); when every node of the step has sent fence ``seq``, srun answers each one
@@ -79,8 +82,8 @@ class FenceRelay:
 
 
 def relay_for(mpi: str, nodes: int, send: Callable[[int, str, dict[str, Any]], None]) -> FenceRelay | None:
-    """The step's relay when its MPI type serves PMI (None for ``none``)."""
-    return FenceRelay(nodes, send) if mpi == "pmi2" else None
+    """The step's relay when its MPI type serves PMI or PMIx (None for ``none``)."""
+    return FenceRelay(nodes, send) if mpi in ("pmi2", "pmix", "pmix_v4") else None
 
 
 def process_mapping(layout: list[list[int]]) -> str:

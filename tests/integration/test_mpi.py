@@ -54,9 +54,10 @@ def _srun(cluster: Cluster, workdir: Path, *args: str, env: dict[str, str] | Non
 ])
 def test_mpi_option_texts_are_22_05s(cluster: Cluster, workdir: Path, argv: list[str], env: dict[str, str],
                                      name: str) -> None:
-    proc = _srun(cluster, workdir, *argv, env=env)
+    # (a host without libpmix: tests/integration/test_openmpi.py has the list where it is)
+    proc = _srun(cluster, workdir, *argv, env=dict(env, PLURM_LIBPMIX=""))
     if name == "mpi_list":
-        # plurm has none and pmi2; the anchor also lists its pmix and cray_shasta plugins.
+        # plurm has none and pmi2 (and pmix where libpmix is); the anchor also lists cray_shasta.
         reference = (REFERENCE / "mpi_list.stdout").read_text().splitlines()
         assert proc.stdout.splitlines() == [reference[0], "\tnone", "\tpmi2"]
         assert set(proc.stdout.splitlines()) <= set(reference)
@@ -69,7 +70,7 @@ def test_mpi_option_texts_are_22_05s(cluster: Cluster, workdir: Path, argv: list
 @pytest.mark.parametrize("plugin", ["pmix", "cray_shasta"])
 def test_plugins_plurm_lacks_are_refused_as_22_05_refuses_a_missing_one(cluster: Cluster, workdir: Path,
                                                                         plugin: str) -> None:
-    proc = _srun(cluster, workdir, f"--mpi={plugin}", "-n1", "true")
+    proc = _srun(cluster, workdir, f"--mpi={plugin}", "-n1", "true", env={"PLURM_LIBPMIX": ""})  # (no libpmix)
     assert proc.returncode == 1
     assert proc.stderr == (REFERENCE / "mpi_bogus.stderr").read_text().replace("bogus", plugin)
 
@@ -127,9 +128,10 @@ def test_task_environment_for_torch_distributed(cluster: Cluster, workdir: Path)
     cluster.wait_idle()
 
 
-def test_mpi_default_from_slurm_conf(tmp_path: Path) -> None:
+def test_mpi_default_from_slurm_conf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from plurm.tools import srun_mpi
 
+    monkeypatch.setenv("PLURM_LIBPMIX", "")  # (a host without libpmix: pmix is then refused)
     conf = tmp_path / "slurm.conf"
     conf.write_text("ClusterName=x\nmpidefault=pmi2\n")
     assert srun_mpi.chosen(None, str(conf)) == "pmi2"
@@ -137,6 +139,10 @@ def test_mpi_default_from_slurm_conf(tmp_path: Path) -> None:
     conf.write_text("MpiDefault=pmix\n")
     assert srun_mpi.chosen(None, str(conf)) is None  # (refused on stderr, as for --mpi=pmix)
     assert srun_mpi.chosen(None, str(tmp_path / "absent.conf")) == "none"
+    library = tmp_path / "libpmix.so.2"
+    library.write_bytes(b"")  # (srun only looks for it: plurmstepd loads it)
+    monkeypatch.setenv("PLURM_LIBPMIX", str(library))
+    assert srun_mpi.chosen(None, str(conf)) == "pmix"
 
 
 # ---------------------------------------------------------------------------- MPICH, for real

@@ -1,0 +1,214 @@
+"""srun --mpi=pmix: Open MPI programs wire up across the nodes of a real local cluster (issue 14 item 6).
+
+plurmstepd serves PMIx through the host's libpmix (Debian's libpmix2, the library Debian's Open MPI
+4.1 links against: nodeagent/pmix_server.py).  The fixture installs openmpi-bin, libopenmpi-dev
+and libpmix2 when root and builds the program once per module with mpicc.openmpi; without them
+the tests are skipped and say why.  Open MPI stays on loopback TCP (no shared memory between the
+"nodes" of one host) and is allowed to run as root, as CI runs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from plurmtest import Cluster
+
+REFERENCE = Path(__file__).parents[1] / "nodeagent" / "reference" / "mpi"
+ANCHOR = Path(__file__).parent / "reference" / "openmpi"  # 22.05.8 with Open MPI (its README.md)
+
+MPI_PROGRAM = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+    int rank, size, sum = 0, mine, len;
+    char name[MPI_MAX_PROCESSOR_NAME];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Get_processor_name(name, &len);
+    printf("hello from rank %d of %d\n", rank, size);
+    if (argc > 2 && rank == atoi(argv[2])) {
+        if (strcmp(argv[1], "abort") == 0)
+            MPI_Abort(MPI_COMM_WORLD, 7);
+        if (strcmp(argv[1], "exit") == 0)
+            _exit(3);  /* ends without MPI_Finalize: its peers must not wait for it */
+    }
+    mine = rank + 1;
+    MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    printf("rank %d of %d sum %d\n", rank, size, sum);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+# Open MPI as root, on loopback TCP only.
+OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "self,tcp",
+            "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}
+
+
+def _have_pmix() -> bool:
+    from plurm.nodeagent.pmix_lib import library_path
+
+    return library_path() is not None
+
+
+@pytest.fixture(scope="module")
+def ompi_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The MPI program, built once with Debian's Open MPI (mpicc.openmpi), and libpmix2 there."""
+    mpicc = shutil.which("mpicc.openmpi")
+    if (mpicc is None or not _have_pmix()) and os.geteuid() == 0:
+        from debpkg import apt_install
+
+        for package in ("openmpi-bin", "libopenmpi-dev", "libpmix2"):
+            error = apt_install(package)
+            if error:
+                pytest.skip(f"{package} could not be installed: {error}")
+        mpicc = shutil.which("mpicc.openmpi")
+    if mpicc is None or not _have_pmix():
+        pytest.skip("needs Debian's Open MPI and PMIx (openmpi-bin, libopenmpi-dev, libpmix2): not installed, "
+                    "and not root")
+    build = tmp_path_factory.mktemp("openmpi")
+    (build / "mpi.c").write_text(MPI_PROGRAM)
+    subprocess.run([mpicc, "-O1", "-o", str(build / "mpi"), str(build / "mpi.c")], check=True,
+                   capture_output=True, timeout=120)
+    return build / "mpi"
+
+
+def _srun(cluster: Cluster, workdir: Path, *args: str, env: dict[str, str] | None = None,
+          timeout: float = 90) -> subprocess.CompletedProcess:
+    return cluster.run("srun", *args, cwd=workdir, env=dict(OMPI_ENV, **(env or {})), timeout=timeout)
+
+
+def test_the_ctypes_layouts_are_pmix_4s(ompi_program: Path) -> None:
+    """The structures plurm hands the library measure what pmix_common.h says (x86_64, PMIx 4)."""
+    from plurm.nodeagent import pmix_lib
+
+    for name, (struct, size) in pmix_lib.SIZES.items():
+        assert ctypes.sizeof(struct) == size, name
+    assert ctypes.sizeof(pmix_lib.PmixServerModule) == pmix_lib.MODULE_SLOTS * ctypes.sizeof(ctypes.c_void_p)
+    assert pmix_lib.load().PMIx_Get_version().startswith(b"OpenPMIx 4.")
+
+
+def test_mpi_list_shows_pmix_where_libpmix_is(cluster: Cluster, workdir: Path, ompi_program: Path) -> None:
+    proc = _srun(cluster, workdir, "--mpi=list")
+    reference = (REFERENCE / "mpi_list.stdout").read_text().splitlines()
+    lines = proc.stdout.splitlines()
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
+    assert lines == [reference[0], "\tpmix", "\tnone", "\tpmi2", reference[-1]]
+    assert [line for line in reference if line in lines] == lines  # 22.05's lines, in 22.05's order
+    # Where the host has no libpmix, pmix is not listed and is refused as 22.05 refuses a missing plugin.
+    bare = _srun(cluster, workdir, "--mpi=list", env={"PLURM_LIBPMIX": ""})
+    assert bare.stdout.splitlines() == [reference[0], "\tnone", "\tpmi2"]
+    refused = _srun(cluster, workdir, "--mpi=pmix", "true", env={"PLURM_LIBPMIX": ""})
+    assert refused.returncode == 1
+    assert refused.stderr == (REFERENCE / "mpi_bogus.stderr").read_text().replace("bogus", "pmix")
+
+
+def test_hello_and_allreduce_on_two_nodes(cluster: Cluster, workdir: Path, ompi_program: Path) -> None:
+    proc = _srun(cluster, workdir, "-N2", "--ntasks-per-node=2", "--mpi=pmix", "-l", str(ompi_program))
+    assert proc.returncode == 0, proc.stderr
+    lines = sorted(proc.stdout.splitlines())
+    # 22.05's run of two tasks (one node: see reference/openmpi/README.md), the same lines for four.
+    shape = sorted(line.replace(" of 2", " of 4").replace(" sum 3", " sum 10")
+                   for line in (ANCHOR / "hello.out").read_text().splitlines())
+    assert shape == [line for line in lines if line[0] in "01"]
+    assert [line for line in lines if "hello" in line] == [f"{r}: hello from rank {r} of 4" for r in range(4)]
+    assert [line for line in lines if "sum" in line] == [f"{r}: rank {r} of 4 sum 10" for r in range(4)]
+    assert proc.stderr == (ANCHOR / "hello.err").read_text()
+    cluster.wait_idle()
+
+
+def test_task_environment_is_22_05s(cluster: Cluster, workdir: Path, ompi_program: Path) -> None:
+    script = workdir / "env.sh"
+    script.write_text('#!/bin/sh\nenv | grep -E "^(PMI|SLURM_MPI)" | sort\n')
+    script.chmod(0o755)
+    proc = _srun(cluster, workdir, "-N2", "--ntasks-per-node=1", "--mpi=pmix", "-l", str(script))
+    assert proc.returncode == 0, proc.stderr
+    def names(text: str) -> set[str]:  # rank 0's variable names
+        return {line[3:].split("=")[0] for line in text.splitlines() if line.startswith("0: ")}
+
+    assert names(proc.stdout) == names((ANCHOR / "env.out").read_text())
+    values = dict(line.split("=", 1) for line in proc.stdout.splitlines())
+    job_step = values["0: PMIX_NAMESPACE"].removeprefix("slurm.pmix.")
+    assert values["0: PMIX_NAMESPACE"] == values["1: PMIX_NAMESPACE"] == f"slurm.pmix.{job_step}"
+    assert (values["0: PMIX_RANK"], values["1: PMIX_RANK"]) == ("0", "1")
+    assert values["0: SLURM_MPI_TYPE"] == "pmix"
+    assert values["0: PMIX_SERVER_TMPDIR"] != values["1: PMIX_SERVER_TMPDIR"]  # (a server per node)
+    # --mpi=pmix_v4 is the same plugin; the task is told the name it was given, as 22.05 does.
+    proc = _srun(cluster, workdir, "--mpi=pmix_v4", "-n1", "sh", "-c", "echo $SLURM_MPI_TYPE")
+    assert (proc.returncode, proc.stdout) == (0, (ANCHOR / "v4.out").read_text()), proc.stderr
+    cluster.wait_idle()
+
+
+def _srun_lines(stderr: str) -> list[str]:
+    """srun's and slurmstepd's lines (Open MPI's own words vary with timing), the clock masked."""
+    lines = [line for line in stderr.splitlines() if line.startswith("srun:") or "slurmstepd-" in line]
+    return [re.sub(r"STEP \d+\.\d+ ON (\w+) CANCELLED AT \S+", r"STEP J.S ON \1 CANCELLED AT T", line)
+            for line in lines]
+
+
+def test_mpi_abort_ends_the_step_as_22_05(cluster: Cluster, workdir: Path, ompi_program: Path) -> None:
+    proc = _srun(cluster, workdir, "-N1", "-n2", "-l", "--mpi=pmix", str(ompi_program), "abort", "1")
+    assert proc.returncode == int((ANCHOR / "abort.rc").read_text())
+    assert proc.stdout == (ANCHOR / "abort.out").read_text()
+    assert sorted(_srun_lines(proc.stderr)) == sorted(_srun_lines((ANCHOR / "abort.err").read_text()))
+    assert "1: MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD" in proc.stderr
+    cluster.wait_idle()
+
+
+def test_a_task_ending_without_finalize_ends_the_step(cluster: Cluster, workdir: Path, ompi_program: Path) -> None:
+    """Rank 2 (on the second node) leaves without MPI_Finalize: the step ends instead of hanging
+    in the next fence.  22.05 says so through its PMIx error handler (reference/openmpi/exit.err)."""
+    proc = _srun(cluster, workdir, "-N2", "--ntasks-per-node=2", "-l", "--mpi=pmix", str(ompi_program), "exit", "2")
+    assert proc.returncode != 0
+    assert "sum" not in proc.stdout
+    lines = _srun_lines(proc.stderr)
+    assert "2: slurmstepd-n2: error: mpi/pmix: task 2 ended without PMIx_Finalize: ending the step" in lines
+    reference = _srun_lines((ANCHOR / "exit.err").read_text())
+    for line in ("srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
+                 "0: slurmstepd-n1: error: *** STEP J.S ON n1 CANCELLED AT T ***", "srun: error: n1: task 0: Killed"):
+        assert line in reference and line in lines
+    assert "srun: error: n2: task 2: Exited with exit code 3" in lines
+    assert {"srun: error: n1: task 1: Killed", "srun: error: n2: task 3: Killed"} <= set(lines)
+    cluster.wait_idle()
+
+
+@pytest.fixture
+def cluster_without_pmix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    """Two nodes whose plurmd finds no PMIx library (srun, on its own host, has one)."""
+    from plurm.nodeagent.pmix_lib import library_path
+    from plurmtest import start_cluster
+
+    real = library_path() or ""
+    monkeypatch.setenv("PLURM_LIBPMIX", "")  # (the daemons' environment)
+    c = start_cluster(tmp_path, nodes=2, cpus=2, memory=2000)
+    c.env["PLURM_LIBPMIX"] = real  # (srun's)
+    try:
+        yield c
+    finally:
+        c.down()
+
+
+def test_a_node_without_pmix_fails_the_launch_never_hangs(cluster_without_pmix: Cluster, workdir: Path,
+                                                          ompi_program: Path) -> None:
+    proc = _srun(cluster_without_pmix, workdir, "-N2", "--ntasks-per-node=1", "-l", "--mpi=pmix", str(ompi_program))
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert "0: slurmstepd-n1: error: mpi/pmix: no PMIx library (libpmix.so.2) on this host" in lines
+    assert "1: slurmstepd-n2: error: mpi/pmix: no PMIx library (libpmix.so.2) on this host" in lines
+    for rank in range(2):  # 22.05's words for a task whose node could not set up mpi/pmix
+        assert f"srun: error: task {rank} launch failed: Unspecified error" in lines
