@@ -41,6 +41,7 @@ from types import ModuleType
 from typing import Iterable
 
 from plurm.wire.model import Job
+from plurm.corescheduler.backfill_hetjob import plan_group, plannable
 from plurm.corescheduler.backfill_params import BackfillParams
 from plurm.corescheduler.backfill_planner import _Planner
 from plurm.corescheduler.backfill_profile import (  # noqa: F401  (job_end, profile_compiled: named here too)
@@ -104,7 +105,8 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
     of this moment: only allocations changed since, which they do not depend on).
     """
     params = params or BackfillParams()
-    if not pending and (cursor is None or not params.bf_continue):
+    groups = [g for g in scheduler.groups if plannable(g)]  # hetjobs, at their places (backfill_hetjob.py)
+    if not pending and not groups and (cursor is None or not params.bf_continue):
         return BackfillResult()  # nothing to plan: skip building the profile (O(nodes + running))
     kernel = kernel or _load_profile()
     if not prepared:
@@ -146,6 +148,12 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
     track = bool(done) or params.yield_jobs > 0
     task = (0, 0)
     for job, demand in pending:
+        if groups and groups[0].key < scheduler.pass_key(job):
+            if tested >= params.max_job_test or (params.max_job_start and started >= params.max_job_start):
+                break
+            while groups and groups[0].key < scheduler.pass_key(job):
+                tested += 1
+                started += plan_group(planner, groups.pop(0))
         if track:
             k = occurrence[job.job_id] = occurrence.get(job.job_id, -1) + 1
             task = (job.job_id, k)
@@ -220,6 +228,12 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
             result.reservations.setdefault(job.job_id, resv)
             if job.array_job_id is not None:
                 array_resv[job.array_job_id] = array_resv.get(job.array_job_id, 0) + 1
+    else:  # the hetjobs after every job
+        for group in groups:
+            if tested >= params.max_job_test or (params.max_job_start and started >= params.max_job_start):
+                break
+            tested += 1
+            started += plan_group(planner, group)
     result.tested = tested
     return result
 
@@ -242,6 +256,10 @@ def schedule_with_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand
     extra = [(s.allocation.nodes, s.allocation.cpus, s.allocation.mem,
               None if s.job.time_limit is None else now + s.job.time_limit * 60.0,
               s.allocation.gres, bool(s.allocation.share_rows)) for s in starts]
+    for group in scheduler.groups:  # hetjobs the main pass started: theirs end too
+        if group.started:
+            extra.extend((a.nodes, a.cpus, a.mem, None if job.time_limit is None else now + job.time_limit * 60.0,
+                          a.gres, bool(a.share_rows)) for (job, _), a in zip(group.members, group.outcome.allocations))
     left = []
     for job, demand in pending:
         if started.get(job.job_id, 0) > 0:

@@ -10,12 +10,14 @@ A mixin of ``ClusterCore`` (corescheduler/core.py), pure in the same way (the cl
   component refuses the whole job.  The batch script is component 0's (it runs on its
   first node); the other components are allocations that the script's sruns use.
 - **Together or nothing**: ``_het_schedule`` (called by ``ClusterCore.schedule`` before its
-  main pass) and ``_het_start`` (after it) start a hetjob only when all its components are
-  eligible and all fit at once (hetplace.py); until then none holds anything.  In priority
-  order as the main pass: a hetjob first in line is tried before the pass, and if it does
-  not fit the jobs behind it in its partitions wait for Priority; one behind a job still
-  waiting for resources waits for Priority too.  Unlike Slurm, backfill neither starts
-  pending hetjobs early nor runs other jobs of a partition a waiting hetjob heads.
+  main pass) queues the hetjobs whose components are all eligible on the scheduler, and
+  ``_het_start`` (after the pass) starts those the pass placed: all components at once
+  (hetplace.py), or none, holding nothing.  The main pass tries a hetjob at its place in
+  priority order: if it does not fit, the jobs behind it in its partitions wait for
+  Priority; one behind a job still waiting for resources waits for Priority too.  As
+  Slurm's, backfill plans a waiting hetjob: one start time for all its components, which
+  no lower-priority job may delay, and starts it early when that time is now
+  (backfill_hetjob.py); the jobs behind it run around that plan.
 - **Ends**: component 0's end ends the hetjob (its script is the job's life): the other
   components still allocated end with its state and exit code.  Cancelling a pending
   component alone is refused, as Slurm refuses it; a running one other than 0 may be.
@@ -29,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.errors import RequestError
-from plurm.corescheduler.hetplace import place_together
+from plurm.corescheduler.hetplace import HetGroup, Placed
 from plurm.corescheduler.identity import Identity
-from plurm.corescheduler.scheduler import REASON_PRIORITY, REASON_RESOURCES
+from plurm.corescheduler.scheduler import REASON_PRIORITY
 from plurm.wire import model
 from plurm.wire.model import Job, JobSpec
 
@@ -154,39 +156,19 @@ class HetJobs:
         return live
 
     def _het_schedule(self, candidates: list[tuple[Job, Any]], now: float) -> list[Outgoing]:
-        """Before a pass: end what component 0's end ended, and take the hetjobs' components
-        out of ``candidates`` (in place).  A hetjob first in line in all its partitions
-        (priority, then id, as the main pass goes) is tried now: if it does not fit, the
-        jobs behind it there wait for Priority, as behind any job the main pass cannot start
-        (and backfill does not pass it: it plans nothing for hetjobs).  The others are tried
-        by ``_het_start`` after the pass."""
+        """Before a pass: end what component 0's end ended, take the hetjobs' components out
+        of ``candidates`` (in place) and queue the hetjobs whose components are all
+        eligible on the scheduler: the main pass tries each at its leader's place in
+        priority order (hetplace.group_pass), and backfill plans the ones that wait for a
+        common start of their components, which lower-priority jobs cannot take
+        (backfill_hetjob.py).  ``_het_start`` reads the outcomes after the pass."""
         out = self._het_ends(now)
-        groups = self._het_groups(candidates)
-        deferred: list[list[tuple[Job, Any]]] = []
-        heads: dict[str, tuple[int, int]] = {}  # partition -> the rank of a hetjob that waits at its head
-        if groups:
-            first: dict[str, tuple[int, int]] = {}
-            for job, _ in candidates:
-                first.setdefault(job.partition, (-job.priority, job.job_id))  # (in priority order)
-            self.scheduler.prepare()
-            for members in groups:
-                rank = _rank(members)
-                if any(first.get(job.partition, rank) < rank for job, _ in members):
-                    deferred.append(members)
-                    continue
-                reason = self._het_try(members, now, out)
-                if reason == REASON_RESOURCES:
-                    blocked = {job.partition for job, _ in members}
-                    for partition in blocked:
-                        heads.setdefault(partition, rank)
-                        first[partition] = min(first.get(partition, rank), rank)
-                    behind = [(job, d) for job, d in candidates if job.partition in blocked]
-                    candidates[:] = [(job, d) for job, d in candidates if job.partition not in blocked]
-                    for job, _ in behind:
-                        if job.reason != REASON_PRIORITY:
-                            job.reason = REASON_PRIORITY
-                            self._save(job)
-        self.__dict__["_het_pass"] = (deferred, candidates, heads)
+        groups = [HetGroup(self.scheduler.pass_key(members[0][0]), members)
+                  for members in self._het_groups(candidates)]
+        for group in groups:
+            for job, _ in group.members:
+                job.last_sched_eval = now
+        self.scheduler.queue_groups(groups)
         return out
 
     def _het_groups(self, candidates: list[tuple[Job, Any]]) -> list[list[tuple[Job, Any]]]:
@@ -210,46 +192,28 @@ class HetJobs:
         return sorted(groups, key=_rank)
 
     def _het_start(self, out: list[Outgoing], now: float) -> list[Outgoing]:
-        """After the main pass (and backfill), on what they left: the hetjobs that were not
-        first in line, unless a job of one of their partitions that comes first still waits
-        for resources (then they wait for Priority).  Returns ``out`` with the starts."""
-        deferred, others, heads = self.__dict__.pop("_het_pass", ([], [], {}))
-        if not deferred:
-            return out
-        first: dict[str, tuple[int, int]] = dict(heads)
-        for job, _ in others:
-            if job.reason in (REASON_RESOURCES, REASON_PRIORITY):
-                rank = (-job.priority, job.job_id)
-                if job.partition not in first or rank < first[job.partition]:
-                    first[job.partition] = rank
-        self.scheduler.prepare()
-        for members in deferred:
-            rank = _rank(members)
-            if any(first.get(job.partition, rank) < rank for job, _ in members):
-                self._het_wait(members, REASON_PRIORITY, now)
+        """After the main pass (and backfill): start the hetjobs they placed (their
+        allocations are taken), give the others their reason and planned start.
+        Returns ``out`` with the starts."""
+        for group in self.scheduler.take_groups():
+            members = group.members
+            outcome = group.outcome or Placed(None, REASON_PRIORITY)  # (a pass that did not reach it)
+            if outcome.allocations is None:
+                self._het_wait(members, outcome.reason, now)
+                for job, _ in members:
+                    job.planned_start = group.planned_start
                 continue
-            if self._het_try(members, now, out) == REASON_RESOURCES:
-                for job, _ in members:  # what holds it back holds back those behind it
-                    first.setdefault(job.partition, rank)
+            started: list[Outgoing] = []
+            for (job, _), alloc in zip(members, outcome.allocations):
+                job.planned_start = None
+                started.extend(self._start(job, alloc, now))
+            components = [model_dict(job) for job, _ in members]
+            for message in started:  # the batch script's environment names every component
+                if message.msg_type == "launch_job":
+                    message.body["job"]["het_components"] = components
+            log.info("hetjob %s: its %d components start together", members[0][0].spec.het_job_id, len(members))
+            out.extend(started)
         return out
-
-    def _het_try(self, members: list[tuple[Job, Any]], now: float, out: list[Outgoing]) -> str:
-        """Start every component now (their messages appended to ``out``) or none; the reason."""
-        placed = place_together(self.scheduler, members)
-        if placed.allocations is None:
-            self._het_wait(members, placed.reason, now)
-            return placed.reason
-        started: list[Outgoing] = []
-        for (job, _), alloc in zip(members, placed.allocations):
-            job.last_sched_eval = now
-            started.extend(self._start(job, alloc, now))
-        components = [model_dict(job) for job, _ in members]
-        for message in started:  # the batch script's environment names every component
-            if message.msg_type == "launch_job":
-                message.body["job"]["het_components"] = components
-        log.info("hetjob %s: its %d components start together", members[0][0].spec.het_job_id, len(members))
-        out.extend(started)
-        return "None"
 
     def _het_requeue(self, others: list[Job], now: float) -> list[Outgoing]:
         """Component 0 went back to the queue (scontrol requeue, a preemption, its node's

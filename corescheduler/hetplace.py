@@ -6,21 +6,31 @@ component").  The scheduler places the components one after another on what is f
 each in its own partition and with its own demand, taking each allocation as it goes, so
 that two components never count the same CPUs; if one of them does not fit, the ones
 already taken are given back and the job waits, holding nothing.
+
+A :class:`HetGroup` is one hetjob in a scheduling pass: the core queues its groups on the
+scheduler (Scheduler.queue_groups), the main pass tries each at its place in priority
+order (:func:`group_pass`: if it cannot start, the jobs behind it in its partitions wait
+for Priority, as behind any job), and backfill plans the ones left for one start time of
+all their components (backfill_hetjob.py), which lower-priority jobs cannot take.  The
+core reads each group's outcome after the pass (core_hetjob.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from plurm.corescheduler.scheduler import (
+from plurm.corescheduler.demand import (
     REASON_PARTITION_CONFIG,
+    REASON_PRIORITY,
     REASON_RESOURCES,
     Allocation,
     Demand,
-    Scheduler,
 )
 from plurm.wire.model import Job
+
+Scheduler = Any  # (scheduler.py calls this module: importing it back would be a cycle)
 
 
 @dataclass(frozen=True)
@@ -64,3 +74,34 @@ def place_together(scheduler: Scheduler, members: Sequence[tuple[Job, Demand]]) 
     for job, alloc in reversed(taken):
         scheduler.release(_held(job, alloc))
     return Placed(None, reason)
+
+
+@dataclass
+class HetGroup:
+    """One hetjob in a pass: its components (offset order) and what the pass decided."""
+
+    key: tuple  # (-PriorityTier, -priority, job id) of its leader: its place in the pass
+    members: list[tuple[Job, Demand]]
+    outcome: Placed | None = None  # None: the pass did not reach it
+    planned_start: float | None = None  # backfill's common start of its components
+    partitions: frozenset[str] = field(default=frozenset())
+
+    def __post_init__(self) -> None:
+        if not self.partitions:
+            self.partitions = frozenset(job.partition for job, _ in self.members)
+
+    @property
+    def started(self) -> bool:
+        return self.outcome is not None and self.outcome.allocations is not None
+
+
+def group_pass(scheduler: Scheduler, group: HetGroup, blocked: set[str]) -> None:
+    """The main pass at a hetjob's place: Priority behind a job of one of its partitions
+    that waits; else all its components start now, or it waits (Resources: then it
+    holds back the jobs behind it in its partitions, which join ``blocked``)."""
+    if blocked & group.partitions:
+        group.outcome = Placed(None, REASON_PRIORITY)
+        return
+    group.outcome = place_together(scheduler, group.members)
+    if group.outcome.reason == REASON_RESOURCES:
+        blocked.update(group.partitions)

@@ -46,6 +46,7 @@ from plurm.corescheduler.demand import (  # noqa: F401  (named here too: the cor
     oversubscribe_mode,
 )
 from plurm.corescheduler.gcpause import collector_paused
+from plurm.corescheduler.hetplace import HetGroup, group_pass
 from plurm.corescheduler.timeprio_place import place_with_wishes, wishes_key
 from plurm.wire.model import Job, JobSpec, Node, Partition
 
@@ -73,6 +74,7 @@ class Scheduler:
         self.gres_used: list[dict[str, set[int]]] = [{} for _ in self._names]
         self.rows: list[list[int]] = [[] for _ in self._names]  # OverSubscribe: CPUs used per row
         self._share_cache: dict[int, tuple[list[int], list[int]]] = {}
+        self.groups: list[HetGroup] = []  # hetjobs queued for the next pass (queue_groups)
 
     # -- allocation bookkeeping
     #
@@ -461,13 +463,33 @@ class Scheduler:
             # In preference order, beside the order (read by _usable_order).
             self._member_nodes[p.name] = [self.nodes[self._names[i]] for i in order]
 
+    # -- heterogeneous jobs in the pass (hetplace.py)
+    def queue_groups(self, groups: list[HetGroup]) -> None:
+        """Hetjobs for the next pass (and its backfill cycle) to try at their places in
+        priority order; their outcomes are read back with :meth:`take_groups`."""
+        self.groups = sorted(groups, key=attrgetter("key"))
+
+    def take_groups(self) -> list[HetGroup]:
+        groups, self.groups = self.groups, []
+        return groups
+
+    def pass_key(self, job: Job) -> tuple:
+        """A job's place in the pass, as the core orders the pending jobs (a higher
+        PriorityTier partition's first, then priority, then id): where groups go."""
+        partition = self.partitions.get(job.partition)
+        return (-(partition.priority_tier if partition is not None else 0), -job.priority, job.job_id)
+
     @collector_paused()
     def schedule(self, pending: list[tuple[Job, Demand]], now: float) -> list[StartJob]:
-        """One pass over ``pending`` (already in priority order and eligible)."""
+        """One pass over ``pending`` (already in priority order and eligible), and the
+        hetjobs queued for it at their places (queue_groups)."""
         self.prepare()
         starts: list[StartJob] = []
         blocked: set[str] = set()
+        groups = [g for g in self.groups if g.outcome is None]
         for job, demand in pending:
+            while groups and groups[0].key < self.pass_key(job):
+                group_pass(self, groups.pop(0), blocked)
             partition = self.partitions.get(job.partition)
             if partition is None:
                 job.reason = REASON_PARTITION_CONFIG
@@ -496,4 +518,6 @@ class Scheduler:
             self.allocate(alloc)
             job.reason = "None"
             starts.append(StartJob(job, alloc))
+        for group in groups:  # after every job
+            group_pass(self, group, blocked)
         return starts
