@@ -131,3 +131,23 @@ def process_mapping(node_of_rank: list[int]) -> str:
 def block_layout(tasks_per_node: list[int]) -> list[int]:
     """The node of each rank when ranks fill the nodes in order (srun's default, -m block)."""
     return [node for node, count in enumerate(tasks_per_node) for _ in range(count)]
+
+
+def mapping_nodes(mapping: str, ntasks: int) -> list[int] | None:
+    """The node of each rank from a ``PMI_process_mapping`` (what :func:`process_mapping` wrote);
+    None when it is not one, or does not place exactly ``ntasks`` ranks."""
+    import re
+
+    text = mapping.replace(" ", "")
+    if not text.startswith("(vector,") or not text.endswith(")"):
+        return None
+    runs = re.findall(r"\((\d+),(\d+),(\d+)\)", text)
+    if not runs or ",".join(f"({a},{b},{c})" for a, b, c in runs) != text[len("(vector,"):-1]:
+        return None
+    nodes: list[int] = []
+    for first, count, each in ((int(a), int(b), int(c)) for a, b, c in runs):
+        for node in range(first, first + count):
+            nodes.extend([node] * each)
+            if len(nodes) > ntasks:
+                return None
+    return nodes if len(nodes) == ntasks else None

@@ -43,7 +43,8 @@ class StepPmix:
         self.procs: dict[int, subprocess.Popen] = {}
         self.aborted = False
         self.registered = False
-        node_of = pmix_server.node_of_rank(list(msg["tasks_per_node"]), self.node_id, self.task_ids)
+        node_of = pmix_server.node_of_rank(list(msg["tasks_per_node"]), self.node_id, self.task_ids,
+                                           _layout(msg, self.node_id, self.task_ids))
         self.server = pmix_server.NodeServer(job_id=msg["job_id"], step_id=msg["step_id"], node_id=self.node_id,
                                              nodelist=list(msg["nodelist"]), ntasks=int(msg["ntasks"]),
                                              node_of=node_of, uid=int(msg.get("uid", 0)),
@@ -158,6 +159,19 @@ class StepPmix:
 
     def close(self) -> None:
         self.server.close()
+
+
+def _layout(msg: dict[str, Any], node_id: int, task_ids: list[int]) -> list[int] | None:
+    """Each rank's node from srun's process mapping (its -m layout); None when srun sent none, or
+    one that contradicts this node's own ranks or nodes."""
+    from plurm.nodeagent.pmi_wire import mapping_nodes
+
+    nodes = mapping_nodes(str(msg.get("pmi_mapping") or ""), int(msg["ntasks"]))
+    if nodes is None or max(nodes) >= len(msg["nodelist"]):
+        return None
+    if [rank for rank, node in enumerate(nodes) if node == node_id] != sorted(task_ids):
+        return None
+    return nodes
 
 
 def _running(proc: subprocess.Popen) -> bool:

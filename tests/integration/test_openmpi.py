@@ -128,7 +128,26 @@ def test_hello_and_allreduce_on_two_nodes(cluster: Cluster, workdir: Path, ompi_
     assert [line for line in lines if "hello" in line] == [f"{r}: hello from rank {r} of 4" for r in range(4)]
     assert [line for line in lines if "sum" in line] == [f"{r}: rank {r} of 4 sum 10" for r in range(4)]
     assert proc.stderr == (ANCHOR / "hello.err").read_text()
+    # Ranks dealt out in turn (-m cyclic): each node's server knows where every rank runs.
+    proc = _srun(cluster, workdir, "-N2", "--ntasks-per-node=2", "-m", "cyclic", "--mpi=pmix", "-l", "bash", "-c",
+                 f"echo $SLURMD_NODENAME; exec {ompi_program}")
+    assert proc.returncode == 0, proc.stderr
+    lines = sorted(proc.stdout.splitlines())
+    assert [line for line in lines if "sum" in line] == [f"{r}: rank {r} of 4 sum 10" for r in range(4)]
+    nodes = [line.split(": ")[1] for line in lines if "rank" not in line]
+    assert nodes[0] == nodes[2] != nodes[1] == nodes[3]
     cluster.wait_idle()
+
+
+def test_process_mapping_read_back() -> None:
+    """srun's PMI_process_mapping (its -m layout) is what each node's PMIx server places ranks by."""
+    from plurm.nodeagent.pmi_wire import mapping_nodes, process_mapping
+
+    for layout in ([0, 0, 1, 1], [0, 1, 0, 1], [0, 0, 0, 1], [1, 0], [0, 1, 2, 2, 1, 0]):
+        assert mapping_nodes(process_mapping(layout), len(layout)) == layout
+    for bad, ntasks in (("(vector,(0,2,2))", 3), ("(vector,(0,2,2)", 4), ("junk", 1), ("(vector,(0,9999999999,1))", 2),
+                        ("(vector,(0,2,2)x)", 4), ("", 0)):
+        assert mapping_nodes(bad, ntasks) is None
 
 
 def test_task_environment_is_22_05s(cluster: Cluster, workdir: Path, ompi_program: Path) -> None:
