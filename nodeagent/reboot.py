@@ -1,6 +1,8 @@
 """plurmd's side of ``scontrol reboot`` and ``scontrol reconfigure``.
 
-- ``reboot_node``: the controller sends it once the node is idle.  With ``RebootProgram`` in
+- ``reboot_node``: the controller sends it once the node is idle (``scontrol reboot``), or
+  once a ``--reboot`` job is given the node (corescheduler/core_reboot.py: the job waits,
+  CONFIGURING, until the node registers again).  With ``RebootProgram`` in
   slurm.conf plurmd runs it (as slurmd does; the host goes down and plurmd with it, and the
   node registers again when it is back).  Without one — a local cluster, where the "nodes"
   share one host that must not be rebooted — plurmd restarts itself instead: it re-executes

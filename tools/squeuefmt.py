@@ -452,7 +452,7 @@ def filter_jobs(jobs: list[dict], opts: Options) -> list[dict]:
     for job in jobs:
         state = job_state(job)
         if opts.states is not None:
-            if state not in opts.states:
+            if state not in opts.states and job_state_shown(job) not in opts.states:  # (-t CF: core_reboot.py)
                 continue
         elif not opts.all_states:  # with -j too: `squeue -j DONE` prints nothing, as Slurm
             if state not in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING"):

@@ -53,6 +53,7 @@ def test_reboot_job_configures_then_runs(fresh_cluster: Cluster, tmp_path: Path)
                        cwd=tmp_path)
         wait_for(lambda: c.job(job).get("configuring"), what="the job CONFIGURING")
         assert _squeue(c, job) == "CF CONFIGURING None n1\n"
+        assert c.run("squeue", "-h", "-t", "CF", "-o", "%i", check=True).stdout == f"{job}\n"
         assert _sinfo(c, "n1") == "alloc#|allocated#|none\n"
         assert "State=ALLOCATED+NOT_RESPONDING+POWERING_UP " in c.run("scontrol", "show", "node", "n1",
                                                                        check=True).stdout
