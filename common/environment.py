@@ -244,6 +244,8 @@ def task_environment(base: dict[str, str], *, job_id: int, step_id: int, rank: i
                      node_task_ids: list[int], node_name: str) -> dict[str, str]:
     """One task of a step: the step's environment plus its ranks."""
     env = dict(base)
+    # srun -E/--preserve-env: these keep the values srun's own environment had (tools/srun.py)
+    preserved = [n for n in env.pop(PRESERVE_ENV_MARK, "").split(",") if n in base]
     step_nodes = compress(nodelist)
     env.update({
         "SLURM_STEP_ID": str(step_id),
@@ -265,6 +267,7 @@ def task_environment(base: dict[str, str], *, job_id: int, step_id: int, rank: i
         "SLURM_JOB_ID": str(job_id),
         "SLURM_JOBID": str(job_id),
     })
+    env.update({name: base[name] for name in preserved})
     het = het_job_id(base, job_id)
     if het is not None:  # a step in a hetjob's component is named by the hetjob (22.05.8: step_env.txt)
         env["SLURM_JOB_ID"] = env["SLURM_JOBID"] = het
@@ -277,6 +280,7 @@ def task_environment(base: dict[str, str], *, job_id: int, step_id: int, rank: i
 
 
 TMPFS = "/tmp"  # slurm.conf's TmpFS default
+PRESERVE_ENV_MARK = "PLURM_PRESERVE_ENV"  # srun -E: the variables its tasks keep from srun (stripped)
 
 # What salloc gives its command (22.05): the allocation, none of the node's or the task's
 # variables (no SLURMD_NODENAME, ranks, SLURM_JOB_UID/GID/USER, SLURM_CPUS_ON_NODE,

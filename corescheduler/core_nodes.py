@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from plurm.corescheduler import effects as fx
+from plurm.corescheduler import step_resources
 from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.core_ends import OOM_EXIT, step_usage
 from plurm.corescheduler.errors import RequestError
@@ -62,26 +63,51 @@ class NodeEvents:
 
     # ------------------------------------------------------------------ steps
     def step_create(self, job_id: int, who: Identity, now: float, name: str, ntasks: int | None, nodes_min: int | None,
-                    cpus_per_task: int | None, nodelist: list[str], overcommit: bool = False) -> dict[str, Any]:
+                    cpus_per_task: int | None, nodelist: list[str], overcommit: bool = False, *,
+                    relative: int | None = None, exact: bool = False, whole: bool = False, overlap: bool = False,
+                    resv_ports: int | None = None, interactive: bool = False) -> dict[str, Any]:
+        """A step of a running job (srun).  ``relative``: it starts at that node of the job
+        (-r); ``exact``: it holds only its tasks' CPUs, so that steps share nodes; ``whole``:
+        it waits for whole free nodes; ``overlap``: it holds nothing and waits for nothing;
+        ``resv_ports``: ports to reserve from MpiParams=ports (None: as many as its busiest
+        node's tasks + 1 when the pool is set); ``interactive``: salloc's interactive step
+        (step id "interactive", one task on the first node, holding nothing).  A step that
+        fits the job but not beside its running steps now is refused with code StepBusy:
+        srun retries (step_resources.py)."""
         self._at(now)
         job = self.owned_job(job_id, who)
         if job.state != model.RUNNING:
             raise RequestError("Job/step already completing or completed", "AlreadyDone")
+        claims = self._step_claims()
+        claims.forget_gone(set(self.steps))
         cpt = cpus_per_task or job.spec.cpus_per_task or 1
-        capacity = [max(c // cpt, 0) for c in job.cpus]
-        names = list(job.nodes)
+        names, job_cpus = list(job.nodes), list(job.cpus)
+        if relative:
+            if relative >= len(names):
+                raise RequestError("Requested node configuration is not available", "ConfigUnavailable")
+            names, job_cpus = names[relative:], job_cpus[relative:]
         if nodelist:
             keep = [i for i, n in enumerate(names) if n in nodelist]
             if len(keep) != len(set(nodelist)):
                 raise RequestError("Requested node configuration is not available", "ConfigUnavailable")
-            names = [names[i] for i in keep]
-            capacity = [capacity[i] for i in keep]
-        ntasks = ntasks or (sum(job.tasks) if not nodelist else len(names))
+            names, job_cpus = [names[i] for i in keep], [job_cpus[i] for i in keep]
+        if interactive:
+            overlap, ntasks, nodes_min = True, ntasks or 1, nodes_min or 1
+            if (job_id, "interactive") in self.steps:
+                raise RequestError("Duplicate job step id", "DuplicateStep")
+        ntasks = ntasks or (sum(job.tasks) if not (nodelist or relative) else (nodes_min or len(names)))
         count = nodes_min or min(len(names), ntasks)
         if count > len(names):
             raise RequestError("Requested node configuration is not available", "ConfigUnavailable")
-        names, capacity = names[:count], capacity[:count]
         overcommit = overcommit or job.spec.overcommit  # -O (the step's srun, or the job's): more tasks than CPUs
+        held = claims.held_cpus(job_id)
+        try:
+            names, capacity, holds = step_resources.place(names, job_cpus, held, count, ntasks, cpt,
+                                                          "default" if overlap else "exact" if exact else
+                                                          "whole" if whole else "default",
+                                                          overcommit)
+        except step_resources.StepBusy as busy:
+            raise RequestError(busy.reason, "StepBusy") from None
         if (ntasks > sum(capacity) and not overcommit) or ntasks < count:
             raise RequestError("More processors requested than permitted", "TooManyProcessors")
         tasks = [1] * count
@@ -92,16 +118,50 @@ class NodeEvents:
             left -= extra
         for i in range(left if overcommit else 0):  # -O: the tasks beyond the CPUs, dealt in turn
             tasks[i % count] += 1
-        step_id = job.next_step_id
-        job.next_step_id += 1
-        self._save(job)
-        step = StepRecord(job_id=job_id, step_id=str(step_id), name=name or "step", nodes=names, ntasks=ntasks,
-                          cpus=sum(t * cpt for t in tasks), start_time=now)
-        self.steps[(job_id, str(step_id))] = step
+        ports = self._step_ports(claims, resv_ports, tasks)
+        if interactive:
+            step_id: int = step_resources.INTERACTIVE_STEP_ID
+            key = "interactive"
+        else:
+            step_id = job.next_step_id
+            key = str(step_id)
+            job.next_step_id += 1
+            self._save(job)
+        cpus = [t * cpt for t in tasks] if holds == "tasks" else [job.cpus[job.nodes.index(n)] for n in names]
+        claims.add((job_id, key), step_resources.Claim(names, [0] * count if overlap else cpus, ports))
+        step = StepRecord(job_id=job_id, step_id=key, name=name or "step", nodes=names, ntasks=ntasks,
+                          cpus=sum(cpus) if whole else sum(t * cpt for t in tasks), start_time=now)
+        self.steps[(job_id, key)] = step
         self._save_step(step)
         addrs = [{"name": n, "addr": self.nodes[n].addr, "port": self.nodes[n].port} for n in names]
-        return {"job_id": job_id, "step_id": step_id, "nodes": names, "tasks": tasks, "addrs": addrs,
-                "cpus_per_task": cpt}
+        reply = {"job_id": job_id, "step_id": step_id, "nodes": names, "tasks": tasks, "addrs": addrs,
+                 "cpus_per_task": cpt}
+        if ports:
+            reply["resv_ports"] = step_resources.port_ranges(ports)
+        return reply
+
+    def _step_claims(self) -> step_resources.StepClaims:
+        """What the running steps hold (in memory only: see step_resources.py)."""
+        claims = self.__dict__.get("_step_claims_book")
+        if claims is None:
+            claims = self.__dict__["_step_claims_book"] = step_resources.StepClaims()
+        return claims
+
+    def _step_ports(self, claims: step_resources.StepClaims, wanted: int | None, tasks: list[int]) -> list[int]:
+        """--resv-ports: the step's ports from MpiParams=ports=P1-P2 (22.05: without a count,
+        the busiest node's tasks + 1 whenever the pool is set)."""
+        pool = step_resources.port_pool(getattr(self.settings, "mpi_params", ""))
+        count = wanted if wanted is not None else (max(tasks) + 1 if pool else 0)
+        if count <= 0:
+            return []
+        if pool is None:
+            raise RequestError("Requires more ports than can be reserved", "PortsUnavailable")
+        try:
+            return claims.reserve_ports(pool, count)
+        except ValueError as exc:
+            raise RequestError(str(exc), "PortsUnavailable") from None
+        except step_resources.StepBusy as busy:
+            raise RequestError(busy.reason, "StepBusy") from None
 
     def step_complete(self, job_id: int, step_id: int, exit_code: int, exit_signal: int, now: float,
                       oom_kills: int = 0, usage: dict[str, Any] | None = None) -> None:
@@ -109,7 +169,9 @@ class NodeEvents:
         on the step's nodes (the step is OUT_OF_MEMORY, 0:125, as Slurm records it) and
         its usage (sacct MaxRSS, TotalCPU, ...)."""
         self._at(now)
-        step = self.steps.pop((job_id, str(step_id)), None)
+        key = "interactive" if step_id == step_resources.INTERACTIVE_STEP_ID else str(step_id)
+        self._step_claims().release((job_id, key))
+        step = self.steps.pop((job_id, key), None)
         if step is None:
             return
         step.end_time = now
