@@ -27,7 +27,10 @@ What a reboot changes lives on the nodes (an issued reboot, ``Node.reboot == "is
 marked ``reboot_job``: no other job starts there and SlurmdTimeout does not count until it
 is done, as for ``scontrol reboot``), which core_nodeadmin.py saves across a controller
 restart, and on the job (``Job.configuring``), which the store keeps with it.  A job that
-ends while its nodes boot (scancel) leaves them a plain issued reboot (REBOOT_ISSUED).
+ends while its nodes boot (scancel; salloc's command, which runs at once) leaves them
+booting: ``IDLE+NOT_RESPONDING+POWERING_UP`` (sinfo ``idle#``), as 22.05 shows them.
+srun waits for the nodes (tools/allocation.py; if they fail it prints 22.05's "Something is
+wrong with the boot of the nodes."); salloc is granted its allocation at once.
 """
 
 from __future__ import annotations
@@ -140,11 +143,7 @@ class JobReboot:
         """A node rebooting for a job, on each tick: past ResumeTimeout it is DOWN and the
         job's run has failed with it; while its plurmd still answers (it had a report to
         deliver first, or the word was lost) the word is sent again."""
-        job = self._booting_job(node.name)
-        if job is None:  # (the job ended meanwhile: a reboot like scontrol's, core_nodeadmin.py)
-            node.reboot_job = False
-            self.node_admin_dirty = True
-            return []
+        job = self._booting_job(node.name)  # (None: it ended meanwhile; the node boots on, idle#, as 22.05)
         timeout = self.settings.resume_timeout
         started = max(node.reboot_time or now, self._reboots_restored_at)
         if now - started > timeout:
@@ -153,6 +152,8 @@ class JobReboot:
             node.down, node.responding = True, False
             self._set_reason(node, TIMED_OUT, self.settings.slurm_user, now)
             self.need_schedule = True
+            if job is None:
+                return []
             job.configuring = False
             for other in job.nodes:  # (they are no longer the job's: back in service when they return)
                 if other in self.nodes and self.nodes[other].reboot_job:

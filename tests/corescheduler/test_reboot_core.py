@@ -128,11 +128,21 @@ def test_cancelled_while_its_nodes_boot_ends_at_once_and_they_finish_rebooting()
     service.cancel(protocol.CancelJob(job_ids=[str(job_id)]), ROOT, T0 + 1)
     job = core.jobs[job_id]
     assert (job.state, job.completing) == (model.CANCELLED, False)
-    core.tick(T0 + 2)  # (a plain issued reboot now: no job starts there until it is back)
-    assert core.nodes["n1"].state == "IDLE+REBOOT_ISSUED"
+    core.tick(T0 + 2)  # (it boots on, as 22.05's idle#: no job starts there until it is back)
+    assert core.nodes["n1"].state == "IDLE+NOT_RESPONDING+POWERING_UP"
     other = _submit(service, req_nodes=["n1"], reboot=False)
     core.schedule(T0 + 3)
     assert core.jobs[other].state == model.PENDING
     core.now = T0 + 4
     core.reboot_registered("n1", 1.0, T0 + 4)
     assert _kinds(core.schedule(T0 + 5)) == [("n1", "launch_job")]
+
+
+def test_a_node_of_an_ended_job_that_never_comes_back_is_down_all_the_same() -> None:
+    core, service = _core(resume_timeout=10.0)
+    job_id = _submit(service, req_nodes=["n1"])
+    core.schedule(T0)
+    service.cancel(protocol.CancelJob(job_ids=[str(job_id)]), ROOT, T0 + 1)
+    core.tick(T0 + 11)
+    assert (core.nodes["n1"].state, core.nodes["n1"].reason) == ("DOWN*", "reboot timed out")
+    assert core.jobs[job_id].state == model.CANCELLED
