@@ -136,6 +136,11 @@ def test_hello_and_allreduce_on_two_nodes(cluster: Cluster, workdir: Path, ompi_
     assert [line for line in lines if "sum" in line] == [f"{r}: rank {r} of 4 sum 10" for r in range(4)]
     nodes = [line.split(": ")[1] for line in lines if "rank" not in line]
     assert nodes[0] == nodes[2] != nodes[1] == nodes[3]
+    # Output to files: plurmstepd reads no pipes, and relays the fences until its tasks are done.
+    proc = _srun(cluster, workdir, "-N2", "--ntasks-per-node=2", "--mpi=pmix", "-o", "ompi.%t", str(ompi_program))
+    assert proc.returncode == 0, proc.stderr
+    for rank in range(4):
+        assert (workdir / f"ompi.{rank}").read_text() == f"hello from rank {rank} of 4\nrank {rank} of 4 sum 10\n"
     cluster.wait_idle()
 
 
