@@ -14,6 +14,7 @@ from plurm.corescheduler.core_mail import MailEffects  # area: mail
 from plurm.corescheduler.core_hetjob import HetJobs  # area: hetjob
 from plurm.corescheduler.core_timeprio import TimePriority  # area: timeprio
 from plurm.corescheduler.core_rest import RestOptions  # area: rest
+from plurm.corescheduler.core_immediate import ImmediateJobs  # area: immediate
 from plurm.corescheduler.core_reboot import JobReboot  # area: reboot
 
 
@@ -25,6 +26,7 @@ class OptionEffects(
     MailEffects,  # area: mail
     AdvanceReservations,  # area: reservations
     RestOptions,  # area: rest
+    ImmediateJobs,  # area: immediate
     JobReboot,  # area: reboot
 ):
     """What the issue-14 options do in the core; the areas' mixins are its bases."""

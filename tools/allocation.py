@@ -1,16 +1,62 @@
-"""Interactive allocations for srun and salloc: ask, wait, release."""
+"""Interactive allocations for srun and salloc: ask, wait, release.
+
+``-I``/``--immediate[=secs]`` (as the real 22.05 acts, tests/integration/reference/immediate/):
+``-I`` and ``-I1`` are the controller's: the job is marked ``immediate`` and the pass after
+its submission starts it or fails it (corescheduler/core_immediate.py), and this prints the
+cause.  A longer time is the client's: it waits that long, then cancels its request.  Either
+way the exit status is SLURM_EXIT_IMMEDIATE's (default 1).
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
 
 from plurm.wire.client import ClientError, Connection
 
+BUSY = "Requested nodes are busy"
+NOT_TOP = "Immediate execution impossible, insufficient priority"
+TIMED_OUT = "Connection timed out"
+# A pending reason that says no wait would help (22.05: "Job submit/allocate failed: ...").
+PART_CONFIG = "Requested partition configuration not available now"
+_PARTITION_REASONS = ("PartitionNodeLimit", "PartitionTimeLimit", "PartitionConfig")
+
 
 class AllocationError(Exception):
-    pass
+    """The allocation was not had; its lines, and the command's exit status."""
+
+    def __init__(self, text: str, exit_code: int = 1) -> None:
+        super().__init__(text)
+        self.exit_code = exit_code
+
+
+def immediate_seconds(spec: dict[str, Any]) -> int | None:
+    """-I (1 second), -I<secs>, or None (off: also -I0, as 22.05 reads it).  The mark stays in
+    ``other_options`` for the controller only when it is the controller's to act on (1)."""
+    other = spec.get("other_options") or {}
+    value = other.get("immediate")
+    if value is None:
+        return None
+    try:
+        seconds = 1 if value == "True" else int(value)
+    except ValueError:
+        seconds = 1
+    if seconds == 1:
+        other["immediate"] = "1"
+    else:
+        del other["immediate"]
+        if not other:
+            spec.pop("other_options", None)
+    return seconds if seconds > 0 else None
+
+
+def _immediate_exit() -> int:
+    try:
+        return int(os.environ.get("SLURM_EXIT_IMMEDIATE", "1"))
+    except ValueError:
+        return 1
 
 
 def job_record(conn: Connection, job_id: int) -> dict[str, Any] | None:
@@ -24,7 +70,10 @@ def job_record(conn: Connection, job_id: int) -> dict[str, Any] | None:
 def allocate(conn: Connection, spec: dict[str, Any], prog: str, immediate: float | None = None,
              quiet: bool = False, components: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Submit an allocation request and wait until it runs; return the job record (a hetjob's:
-    ``components`` after the first, which start with it: its leader's)."""
+    ``components`` after the first, which start with it: its leader's).  ``immediate``: -I's
+    seconds, else read from the spec's options (srun's and salloc's own -I)."""
+    if immediate is None:
+        immediate = immediate_seconds(spec)
     try:
         reply = conn.request("submit_job", {"spec": spec, **({"components": components} if components else {})})
     except ClientError as exc:
@@ -49,29 +98,64 @@ def _wait_running(conn: Connection, job_id: int, prog: str, immediate: float | N
     announced = False
     delay = 0.02
     started = time.monotonic()
+    by_controller = immediate == 1  # (no "Pending" line: the controller answers in its next pass)
+    booting: list[str] = []  # --reboot: the nodes srun waits for (core_reboot.py)
     while True:
         job = job_record(conn, job_id)
         if job is None:
             raise AllocationError(f"{prog}: error: Job allocation {job_id} has been revoked.")
         state = job.get("state", "PENDING")
-        configuring = state == "RUNNING" and job.get("configuring")  # --reboot: granted once its nodes are back
+        # --reboot: srun's allocation is granted once its nodes are back; salloc's at once (as 22.05)
+        configuring = prog == "srun" and state == "RUNNING" and job.get("configuring")
+        booting = list(job.get("nodes") or booting) if configuring else booting
         if state == "RUNNING" and not configuring:
             if announced and not quiet:
                 print(f"{prog}: job {job_id} has been allocated resources", file=sys.stderr)
             return job
         if state != "PENDING" and not configuring:
+            if booting and state == "NODE_FAIL":
+                raise AllocationError(_boot_failed(booting))
+            if by_controller and state == "FAILED":
+                raise _refused(job, job_id, prog)
             raise AllocationError(f"{prog}: error: Job allocation {job_id} has been revoked.")
-        if not announced and not quiet and not configuring:
+        if not announced and not quiet and not by_controller and not configuring:
             if prog == "salloc":  # (srun says only "queued and waiting")
                 print(f"salloc: Pending job allocation {job_id}", file=sys.stderr)
             print(f"{prog}: job {job_id} queued and waiting for resources", file=sys.stderr)
             announced = True
-        if immediate is not None and not configuring and time.monotonic() - started > immediate:
+        if immediate is not None and not by_controller and not configuring and time.monotonic() - started > immediate:
             release(conn, job_id, cancel=True)
-            raise AllocationError(f"{prog}: error: Unable to allocate resources: Requested node configuration "
-                                  "is not available")
+            # 22.05: salloc's wait timed out; srun names the cause (both seen on the anchor).
+            if prog == "salloc":
+                raise AllocationError(f"salloc: error: Unable to allocate resources: {TIMED_OUT}\n"
+                                      f"salloc: Job allocation {job_id} has been revoked.", _immediate_exit())
+            raise AllocationError(f"{prog}: error: Unable to allocate resources: {BUSY}", _immediate_exit())
         time.sleep(delay)
         delay = min(delay * 2, 0.5)
+
+
+def _refused(job: dict[str, Any], job_id: int, prog: str) -> AllocationError:
+    """The controller failed an immediate job: why, from its last pending reason (the
+    transition log), in 22.05's words; salloc adds the revoke line."""
+    reasons = [reason for _, state, reason in job.get("events") or [] if state == "PENDING"]
+    reason = reasons[-1] if reasons else "None"
+    if reason in _PARTITION_REASONS:
+        text, code = f"{prog}: error: Job submit/allocate failed: {PART_CONFIG}", 1
+    else:
+        cause = NOT_TOP if reason == "Priority" else BUSY
+        text, code = f"{prog}: error: Unable to allocate resources: {cause}", _immediate_exit()
+    if prog == "salloc":
+        text += f"\nsalloc: Job allocation {job_id} has been revoked."
+    return AllocationError(text, code)
+
+
+def _boot_failed(nodes: list[str]) -> str:
+    """srun's words when its nodes did not come back from their reboot (22.05, on the anchor)."""
+    from plurm.grammar.hostlist import compress
+
+    names = compress(nodes)
+    return (f"srun: error: Node failure on {names}\nsrun: error: Nodes {names} are still not ready\n"
+            "srun: error: Something is wrong with the boot of the nodes.")
 
 
 def release(conn: Connection, job_id: int, exit_code: int = 0, cancel: bool = False) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 
@@ -34,6 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     except ClientError as exc:
         print(f"salloc: error: {exc}", file=sys.stderr)
         return 1
+    from plurm.tools.salloc_watch import BadSignal, kill_signal
+
+    try:  # -K/--kill-command[=signal]: checked before anything is asked for
+        signum = kill_signal(options.get("kill-command"))
+    except BadSignal:
+        print("salloc: error: Invalid --kill-command specification", file=sys.stderr)
+        return 255
     from plurm.tools.jobspec_topology import spec_resources_notice
 
     for line in spec_resources_notice("salloc", options):  # -S, --thread-spec (area: topology)
@@ -43,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         command = command or _default_command(conn, environ)
         spec = build_spec(options, default_name="interactive",  # 22.05: with a command too
                           environ=environ, batch=False, raw_options=req.raw_options)
+        (spec.get("other_options") or {}).pop("kill-command", None)  # (salloc's own: salloc_watch.py)
         # `salloc A : B`: a heterogeneous allocation, one component per part (core_hetjob.py)
         components = [build_spec(opts, default_name="interactive", environ={}, batch=False, raw_options=raw)
                       for opts, raw in zip(req.components[1:], req.raw_components[1:])]
@@ -50,8 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         job = allocate(conn, spec, "salloc", quiet=bool(options.get("quiet")), components=components)
     except KeyboardInterrupt:  # before the controller gave a job id: nothing to cancel
         return 1
-    except (ClientError, AllocationError) as exc:
-        print(exc if isinstance(exc, AllocationError) else f"salloc: error: {exc}", file=sys.stderr)
+    except AllocationError as exc:
+        print(exc, file=sys.stderr)
+        return exc.exit_code
+    except ClientError as exc:
+        print(f"salloc: error: {exc}", file=sys.stderr)
         return 1
     job_id = job["job_id"]
     print(f"salloc: Granted job allocation {job_id}", file=sys.stderr)
@@ -90,19 +100,24 @@ def main(argv: list[str] | None = None) -> int:
     # The command gets the terminal's Ctrl-C; salloc stays to release the allocation (Slurm's
     # salloc ignores SIGINT while its command runs).  A handler, not SIG_IGN: exec resets it.
     previous = signal.signal(signal.SIGINT, lambda *_: None)
+    revoked = False
     try:
         if shutil.which(command[0], path=env.get("PATH")) is None:
             print(f'salloc: error: _fork_command: Unable to find command "{command[0]}"', file=sys.stderr)
             code = 1
         else:
-            status = subprocess.call(command, env=env)
-            # A command killed by a signal: 22.05's salloc exits 0 (it reports WEXITSTATUS).
-            code = max(status, 0)
+            from plurm.tools import salloc_watch
+
+            # The allocation watched meanwhile: revoked, it says so (and -K signals the command).
+            code, revoked = salloc_watch.run(conn, job_id, command, env, signum)
     except OSError as exc:
         print(f'salloc: error: _fork_command: Unable to find command "{command[0]}"', file=sys.stderr)
         code = 1
     finally:
         signal.signal(signal.SIGINT, previous)
+    if revoked:  # (nothing left to relinquish)
+        conn.close()
+        return code
     print(f"salloc: Relinquishing job allocation {job_id}", file=sys.stderr)
     release(conn, job_id, code)
     conn.close()
