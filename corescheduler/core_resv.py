@@ -82,6 +82,7 @@ class AdvanceReservations:
     partitions: dict[str, model.Partition]
     jobs: dict[int, model.Job]
     accounts: Any
+    settings: Any
     need_schedule: bool
     _save: Callable[[model.Job], None]  # (ClusterCore's: the job record made durable)
 
@@ -209,6 +210,25 @@ class AdvanceReservations:
         account = spec.account or self.accounts.default_account(who.user)
         if not record.admits(who.user, account, who.groups):
             raise RequestError(ACCESS_DENIED_RESV, "AccessDenied")
+
+    def reservation_change(self, job: model.Job, name: str | None, who: Identity) -> str | None:
+        """scontrol update job Reservation=NAME (``""``: none): checked, not yet applied; the
+        reservation the job is to have (None: none), or it raises with 22.05's words.
+        22.05 takes it for a running job too (the job stays where it runs), not for a
+        finished one; the job's user (root and SlurmUser: any) must be admitted by NAME."""
+        if job.state not in model.ACTIVE_STATES:
+            raise RequestError("Job has already finished", "AlreadyDone")
+        if not name:
+            return None
+        record = self.resv.get(name)
+        if record is None:
+            raise RequestError(rs.INVALID_RESV, "InvalidReservation")
+        account = job.spec.account or self.accounts.default_account(job.spec.user)
+        groups = who.groups if who.uid == job.spec.user_id else frozenset()
+        if job.spec.user_id != 0 and job.spec.user != self.settings.slurm_user and \
+                not record.admits(job.spec.user, account, groups):
+            raise RequestError(ACCESS_DENIED_RESV, "AccessDenied")
+        return name
 
     # ------------------------------------------------------------------ scheduling
     def resv_demand(self, job: model.Job, demand: Any, now: float) -> Any:

@@ -35,6 +35,7 @@ class JobChanges:
     nodes: tuple[int, int | None] | None = None  # (min, max)
     ntasks: int | None = None
     licenses: str | None = None  # Licenses= ("" takes them away; core_licenses.py)
+    reservation: str | None = None  # Reservation= ("" takes it away; core_resv.py)
 
 
 class JobUpdates:
@@ -50,6 +51,7 @@ class JobUpdates:
         def check_owner(self, job: Job, who: Identity, message: str = ...) -> None: ...
         def _check_access(self, partition: Any, spec: Any, who: Identity) -> None: ...
         def _update_licenses(self, job: Job, text: str | None) -> None: ...
+        def reservation_change(self, job: Job, name: str | None, who: Identity) -> str | None: ...
 
     def update_job(self, job: Job, changes: JobChanges, who: Identity, now: float) -> None:
         """scontrol update job: the changes the service layer parsed, checked against the
@@ -83,7 +85,10 @@ class JobUpdates:
                     self._check_access(partition, job.spec, who)
                 except RequestError:  # (Slurm moves the job there anyway, held by PartitionConfig)
                     raise RequestError(authz.PART_UNAVAILABLE, "PartitionConfig") from None
+        reservation = _UNSET if changes.reservation is None else self.reservation_change(job, changes.reservation, who)
         self._update_licenses(job, changes.licenses)  # (checked, then set: the last check that can refuse)
+        if reservation is not _UNSET:
+            job.spec.reservation = reservation
         if changes.hold:
             job.held_by = changes.hold
             job.priority = 0

@@ -103,3 +103,85 @@ def test_a_maintenance_reservation_holds_its_node_for_its_jobs(resv_cluster: Clu
     gone = c.run("scontrol", "delete", "ReservationName=maint")
     assert (gone.returncode, gone.stderr) == (
         1, "delete_reservation ReservationName=maint: Requested reservation is invalid\n")
+
+
+# ------------------------------------------------------------------ scontrol update job Reservation=
+RESV_REFERENCE = Path(__file__).parent / "reference" / "immediate" / "captures_resv.txt"
+
+
+def resv_case(title: str) -> tuple[list[str], int]:
+    """A case the real 22.05 answered (captures_resv.txt, job ids as J): its lines and status."""
+    for block in RESV_REFERENCE.read_text().split("=== ")[1:]:
+        head, _, body = block.partition("\n")
+        if head == title:
+            lines = body.rstrip("\n").split("\n")
+            return lines[:-1], int(lines[-1][3:])
+    raise KeyError(title)
+
+
+def resv_lines(proc) -> tuple[list[str], int]:
+    return re.sub(r"\b(job |JobId=)\d+", r"\1J", proc.stdout + proc.stderr).splitlines(), proc.returncode
+
+
+def test_update_job_reservation_moves_a_job_into_and_out_of_a_reservation(resv_cluster: Cluster,
+                                                                          tmp_path: Path) -> None:
+    c = resv_cluster
+    user = pwd.getpwuid(os.getuid()).pw_name
+    c.run("scontrol", "create", "reservation", "ReservationName=imr", "StartTime=now", "Duration=10",
+          "Nodes=n2", f"Users={user}", check=True)
+    job = c.sbatch("-H", "-o", "resv.out", "--wrap", "echo $SLURM_JOB_RESERVATION $SLURMD_NODENAME", cwd=tmp_path)
+
+    def update(*args: str) -> tuple[list[str], int]:
+        return resv_lines(c.run("scontrol", "update", *args))
+
+    assert update(f"JobId={job}", "Reservation=imr") == resv_case(
+        "scontrol update JobId=J Reservation=imr (pending, held)")
+    assert c.run("squeue", "-h", "-j", str(job), "-o", "%v %r", check=True).stdout == "imr JobHeldUser\n"
+    assert "\n   Reservation=imr\n" in c.run("scontrol", "show", "job", str(job), check=True).stdout
+    assert update(f"JobId={job}", "Reservation=nosuch") == resv_case("scontrol update JobId=J Reservation=nosuch")
+    assert update(f"JobId={job}", "Reservation=") == resv_case("scontrol update JobId=J Reservation=")
+    assert c.run("squeue", "-h", "-j", str(job), "-o", "%v", check=True).stdout == "(null)\n"
+    assert "Reservation=" not in c.run("scontrol", "show", "job", str(job), check=True).stdout  # (22.05: no line)
+    assert update("job", str(job), "Reservation=imr") == resv_case("scontrol update job J Reservation=imr")
+    assert update("Reservation=", f"JobId={job}") == resv_case("scontrol update Reservation= JobId=J")
+    assert c.run("squeue", "-h", "-j", str(job), "-o", "%v", check=True).stdout == "(null)\n"
+    # Moved in and released: it runs in the reservation, on its node.
+    update(f"JobId={job}", "Reservation=imr")
+    c.run("scontrol", "release", str(job), check=True)
+    c.wait_state(job, "COMPLETED")
+    assert (tmp_path / "resv.out").read_text() == "imr n2\n"
+    assert update(f"JobId={job}", "Reservation=imr") == resv_case(
+        "scontrol update JobId=J Reservation=imr (finished)")
+    # A running job takes it too, and stays where it runs (22.05).
+    running = c.sbatch("-x", "n2", "-o", "/dev/null", "--wrap", "sleep 300", cwd=tmp_path)
+    c.wait_state(running, "RUNNING")
+    lines, rc = update(f"JobId={running}", "Reservation=imr")
+    assert (lines, rc) == resv_case("scontrol update JobId=K Reservation=imr (running, not on n4)")
+    assert c.run("squeue", "-h", "-j", str(running), "-o", "%t %v %N", check=True).stdout == "R imr n1\n"
+    c.run("scancel", str(running), check=True)
+
+
+def test_update_job_reservation_needs_the_jobs_user_in_it(munge_cluster, test_users) -> None:
+    """The job's user must be admitted (whoever asks); another user's job is not one's own."""
+    c = munge_cluster
+    a = test_users["plurmta"]
+    c.run("scontrol", "create", "reservation", "ReservationName=imr", "StartTime=now", "Duration=10",
+          "Nodes=n2", "Users=root", check=True)
+    c.run("scontrol", "create", "reservation", "ReservationName=ima", "StartTime=now", "Duration=10",
+          "Nodes=n1", f"Users={a.name}", check=True)
+    try:
+        theirs = c.sbatch_as(a, "-H", "-o", "/dev/null", "--wrap", "true")
+        roots = c.sbatch("-H", "-o", "/dev/null", "--wrap", "true", cwd=c.dir)
+        as_a = lambda job, name: resv_lines(c.run_as(a, "scontrol", "update", f"JobId={job}", f"Reservation={name}"))
+        assert as_a(theirs, "imr") == resv_case(
+            "plurmta: scontrol update JobId=J Reservation=imr (imr: Users=root)")
+        assert as_a(theirs, "ima") == resv_case(
+            "plurmta: scontrol update JobId=J Reservation=ima (ima: Users=plurmta)")
+        assert c.run("squeue", "-h", "-j", str(theirs), "-o", "%v", check=True).stdout == "ima\n"
+        assert resv_lines(c.run("scontrol", "update", f"JobId={theirs}", "Reservation=imr")) == resv_case(
+            "root: scontrol update JobId=J Reservation=imr (plurmta's job)")
+        assert as_a(roots, "ima") == resv_case("plurmta: scontrol update JobId=J Reservation=ima (root's job)")
+        c.run("scancel", str(theirs), str(roots), check=True)
+    finally:
+        for name in ("imr", "ima"):
+            c.run("scontrol", "delete", f"ReservationName={name}")
