@@ -144,6 +144,10 @@ class NodeServer:
             ("pmix.sys.tmpdir", px.PMIX_STRING, self.tmpdir),  # PMIX_SYSTEM_TMPDIR
             ("pmix.srv.nspace", px.PMIX_STRING, f"plurm.stepd.{self.job_id}.{self.step_id}"),  # PMIX_SERVER_NSPACE
             ("pmix.srv.rank", px.PMIX_PROC_RANK, self.node_id),  # PMIX_SERVER_RANK
+            # PMIX_USERID, PMIX_GRPID: the owner of the rendezvous and shared-memory files (the
+            # tasks', who must open the data store's locks; 22.05 passes the job's uid too)
+            ("pmix.euid", px.PMIX_UINT32, self.uid),
+            ("pmix.egid", px.PMIX_UINT32, self.gid),
         ])
         self.keep.append(info)
         status = self.lib.PMIx_server_init(ctypes.byref(module), info.pointer, info.count)

@@ -210,6 +210,65 @@ def test_a_task_ending_without_finalize_ends_the_step(cluster: Cluster, workdir:
     cluster.wait_idle()
 
 
+# One node's PMIx server in a process of its own (root), its tasks run as another user: what
+# plurmstepd does for a job that is not root's, without a multi-user cluster (which needs munge).
+SERVER_AS_OWNER = r"""
+import json, os, select, subprocess, sys, time
+from plurm.nodeagent import pmix_server
+program, uid, gid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+server = pmix_server.NodeServer(job_id=9, step_id=0, node_id=0, nodelist=["n1"], ntasks=2, node_of=[0, 0],
+                                uid=uid, gid=gid)
+server.start()
+procs = []
+for rank in range(2):
+    env = dict(server.task_env(rank), PATH="/usr/bin:/bin", SLURM_JOB_ID="9", SLURM_JOBID="9", SLURM_STEP_ID="0",
+               SLURM_STEPID="0", SLURM_NODELIST="n1", SLURM_PROCID=str(rank), SLURM_LOCALID=str(rank),
+               SLURM_NTASKS="2", SLURM_NODEID="0", OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include="lo")
+    procs.append(subprocess.Popen([program], env=env, user=uid, group=gid, extra_groups=[], cwd="/tmp",
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+deadline = time.monotonic() + 60
+while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+    select.select([server.wake_r], [], [], 0.2)
+    for event in server.take_events():
+        if isinstance(event, pmix_server.Fence):  # (one node: every rank's data is this node's)
+            server.fence_done(event.seq, [event.data])
+outs = []
+for p in procs:
+    if p.poll() is None:
+        p.kill()
+    outs.append(p.communicate()[0])
+tmpdir_owner = os.stat(server.tmpdir).st_uid
+server.close()
+print(json.dumps({"codes": [p.returncode for p in procs], "outs": outs, "owner": tmpdir_owner,
+                  "left": os.path.exists(server.tmpdir), "connected": sorted(server.connected),
+                  "finalized": sorted(server.finalized)}))
+"""
+
+
+def test_a_users_tasks_reach_a_server_run_by_root(ompi_program: Path, test_users, tmp_path: Path) -> None:
+    import json
+    import sys
+    import tempfile
+
+    user = test_users["plurmta"]
+    reachable = Path(tempfile.mkdtemp(prefix="plurm-ompi-"))
+    try:
+        reachable.chmod(0o755)
+        program = reachable / "mpi"
+        shutil.copy(ompi_program, program)
+        done = subprocess.run([sys.executable, "-c", SERVER_AS_OWNER, str(program), str(user.uid), str(user.gid)],
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(reachable, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["codes"] == [0, 0], seen
+    for rank in range(2):  # (and no "PMIX ERROR": the data store's files are the owner's)
+        assert seen["outs"][rank] == f"hello from rank {rank} of 2\nrank {rank} of 2 sum 3\n"
+    assert (seen["owner"], seen["left"]) == (user.uid, False)
+    assert seen["connected"] == seen["finalized"] == [0, 1]
+
+
 @pytest.fixture
 def cluster_without_pmix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
     """Two nodes whose plurmd finds no PMIx library (srun, on its own host, has one)."""
