@@ -17,6 +17,8 @@ does, after Slurm 22.05's slurmctld (the node_mgr.c behaviour as documented and 
   plurmd that still had a job's end to report).
   A node not back within ResumeTimeout (60 s by default) is set DOWN ("reboot timed out").
 - **CANCEL_REBOOT** withdraws a request that has not been issued yet (and the ASAP drain).
+- Where the nodes cannot reboot (no RebootProgram, and not a local cluster's: core_reboot.py)
+  it is refused as 22.05 refuses it ("RebootProgram isn't defined").
 - A ``--reboot`` job's nodes reboot too (issued, with ``reboot_job``): core_reboot.py says how.
 
 What an administrator set survives a controller restart or a takeover, as slurmctld's node
@@ -44,6 +46,8 @@ INVALID_STATE = ("Invalid node state specified", "InvalidNodeState")
 REBOOT_IN_PROGRESS = ("Reboot already in progress", "RebootInProgress")
 REASON_NEEDED = ("You must specify a reason when DOWNING or DRAINING a node", "ReasonRequired")
 REBOOT_ASAP = "Reboot ASAP"
+# 22.05 without RebootProgram (tests/integration/reference/reboot/anchor_no_reboot_program.txt)
+NO_REBOOT_PROGRAM = ("Unspecified error", "NoRebootProgram", "RebootProgram isn't defined")
 REBOOT_RESEND_S = 5.0  # an issued reboot not done yet is asked again this often (a lost or refused word)
 NEXT_STATES = ("", "RESUME", "DOWN", "UNDRAIN")
 # The State= values the controller acts on (scontrol sends them upper-cased, unabbreviated).
@@ -74,6 +78,7 @@ class NodeAdmin:
 
         def _at(self, now: float) -> None: ...
         def job_reboot_due(self, node: Node, now: float) -> list[Outgoing]: ...
+        def nodes_can_reboot(self, names: list[str]) -> bool: ...
         def job_reboot_registered(self, node: Node, rebooted: bool) -> list[Outgoing]: ...
         def terminate_body(self, job: Job) -> dict[str, Any]: ...
         def _end_failed_run(self, job: Job, failed: str, now: float) -> list[Outgoing]: ...
@@ -178,6 +183,9 @@ class NodeAdmin:
             if node is None:
                 raise RequestError(*INVALID_NODE)
             targets.append(node)
+        if not self.nodes_can_reboot([node.name for node in targets]):  # (core_reboot.py)
+            log.info("reboot of %s refused: no RebootProgram", ",".join(n.name for n in targets))
+            raise RequestError(*NO_REBOOT_PROGRAM)
         for node in targets:
             if node.reboot == "issued":
                 continue  # (it is rebooting: the request is done already)

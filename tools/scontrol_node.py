@@ -130,6 +130,8 @@ def reboot(sc: Any, args: list[str]) -> None:
     try:
         sc.request("reboot_nodes", {"nodes": nodes, "asap": asap, "next_state": next_state, "reason": reason})
     except ClientError as exc:
+        if exc.detail:  # ("RebootProgram isn't defined": corescheduler/core_reboot.py)
+            sc.error(f"scontrol: error: {exc.detail}")
         sc.error(f"scontrol_reboot_nodes error: {exc}")
 
 

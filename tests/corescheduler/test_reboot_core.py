@@ -146,3 +146,27 @@ def test_a_node_of_an_ended_job_that_never_comes_back_is_down_all_the_same() -> 
     core.tick(T0 + 11)
     assert (core.nodes["n1"].state, core.nodes["n1"].reason) == ("DOWN*", "reboot timed out")
     assert core.jobs[job_id].state == model.CANCELLED
+
+
+def test_scontrol_reboot_refused_where_nodes_cannot_reboot() -> None:
+    from plurm.tools import scontrol_node
+    from plurm.wire.client import ClientError
+
+    core, service = _core(own_hosts=True)
+    with pytest.raises(RequestError) as refused:
+        service.reboot_nodes(protocol.RebootNodes(nodes=["n1"]), ROOT, T0)
+    assert (str(refused.value), refused.value.detail) == ("Unspecified error", "RebootProgram isn't defined")
+    assert core.nodes["n1"].reboot == ""
+
+    class Sc:  # scontrol's side: the lines 22.05 prints (reference/reboot/anchor_no_reboot_program.txt)
+        lines: list[str] = []
+
+        def request(self, kind: str, body: dict) -> None:
+            raise ClientError(str(refused.value), refused.value.code, refused.value.detail)
+
+        def error(self, text: str) -> None:
+            self.lines.append(text)
+
+    sc = Sc()
+    scontrol_node.reboot(sc, ["n1"])
+    assert sc.lines == ["scontrol: error: RebootProgram isn't defined", "scontrol_reboot_nodes error: Unspecified error"]
