@@ -40,7 +40,7 @@ from typing import Any
 from plurm.wire import protocol
 from plurm.common import environment
 from plurm.nodeagent import filenames, supervisor
-from plurm.nodeagent.prolog import TASK_PROLOG_SH
+from plurm.nodeagent.prolog import TASK_PROLOG_SH, USER_TASK_PROLOG_SH
 
 UNKNOWN_USER = "User not found on host"  # Slurm's text for a uid the node does not know
 OPEN_WAIT_S = 10.0  # how long a launch waits for the job's shell to open its files
@@ -175,10 +175,11 @@ fi || { echo '@plurm-open stderr' >&2; exit 1; }
 shift 6
 ''' + CHDIR_SH + TASK_PROLOG_SH + 'exec "$@"\n'
 
-# A task of a step: $1 directory, $2 TaskProlog (""), then the command (stdio: stepd's pipes).
-TASK_SH = r'''__plurm_wd=$1 __plurm_tp=$2
-shift 2
-''' + CHDIR_SH + TASK_PROLOG_SH + r'''
+# A task of a step: $1 directory, $2 TaskProlog (""), $3 srun --task-prolog (""), then the
+# command (stdio: stepd's pipes).
+TASK_SH = r'''__plurm_wd=$1 __plurm_tp=$2 __plurm_utp=$3
+shift 3
+''' + CHDIR_SH + TASK_PROLOG_SH + USER_TASK_PROLOG_SH + r'''
 command -v -- "$1" >/dev/null 2>&1 || {
   printf 'slurmstepd: error: execve(): %s: No such file or directory\n' "$1" >&2; exit 2; }
 exec "$@"
@@ -203,7 +204,7 @@ def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: Owner
                task_prolog: str | None = None) -> subprocess.Popen:
     """One task of a step, as its owner, its output on pipes (stepd reads them)."""
     _default_on_exec()
-    return subprocess.Popen(["/bin/sh", "-c", TASK_SH, "slurmstepd", work_dir, task_prolog or "", *argv],
+    return subprocess.Popen(["/bin/sh", "-c", TASK_SH, "slurmstepd", work_dir, task_prolog or "", "", *argv],
                             cwd="/", env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, close_fds=True, restore_signals=True,
                             **owner.popen_kwargs())

@@ -222,18 +222,10 @@ def drain(conf_path: str, node: str, reason: str) -> threading.Thread:
     return thread
 
 
-# The TaskProlog, inside the shell that starts a task as its owner (launch.py): it runs
-# the program named by $__plurm_tp and applies its output to this shell before the exec.
-# Names are checked (no assignment through a malformed line); values are taken as they
-# are, never evaluated.  Every helper variable is unset before the task starts.
-TASK_PROLOG_SH = r'''
-if [ -n "$__plurm_tp" ]; then
-  __plurm_o=$(SLURM_SCRIPT_CONTEXT=prolog_task "$__plurm_tp") || {
-    __plurm_s=$?
-    printf 'slurmstepd: error: TaskProlog failed status=%d\n' "$__plurm_s" >&2
-    exit "$__plurm_s"
-  }
-  while IFS= read -r __plurm_l; do
+# What a task prolog's output does to the shell that starts the task (the TaskProlog's
+# and srun --task-prolog's): names are checked (no assignment through a malformed line);
+# values are taken as they are, never evaluated.  Every helper variable is unset after.
+_APPLY_SH = r'''  while IFS= read -r __plurm_l; do
     case $__plurm_l in
     "export "*)
       __plurm_v=${__plurm_l#export }
@@ -256,3 +248,33 @@ __PLURM_END__
 fi
 unset __plurm_tp __plurm_o __plurm_l __plurm_v __plurm_n
 '''
+
+# The TaskProlog, inside the shell that starts a task as its owner (launch.py): it runs
+# the program named by $__plurm_tp and applies its output to this shell before the exec.
+TASK_PROLOG_SH = r'''
+if [ -n "$__plurm_tp" ]; then
+  __plurm_o=$(SLURM_SCRIPT_CONTEXT=prolog_task "$__plurm_tp") || {
+    __plurm_s=$?
+    printf 'slurmstepd: error: TaskProlog failed status=%d\n' "$__plurm_s" >&2
+    exit "$__plurm_s"
+  }
+''' + _APPLY_SH
+
+# srun --task-prolog, after the TaskProlog (nodeagent/stepd_launch.py): $__plurm_utp, run as
+# the task's owner; 22.05's words when it cannot be run (exit 1) or fails (its status).
+USER_TASK_PROLOG_SH = r'''
+if [ -n "$__plurm_utp" ]; then
+  __plurm_tp=$__plurm_utp
+  if ! [ -f "$__plurm_tp" ] || ! [ -x "$__plurm_tp" ]; then
+    if [ -e "$__plurm_tp" ]; then __plurm_r='Permission denied'; else __plurm_r='No such file or directory'; fi
+    printf 'slurmstepd-%s: error: run_command: user task_prolog can not be executed (%s) %s\n' "$SLURMD_NODENAME" "$__plurm_tp" "$__plurm_r" >&2
+    printf 'slurmstepd-%s: error: user task_prolog did not exit normally. reason: Run command failed - configuration error\n' "$SLURMD_NODENAME" >&2
+    printf 'slurmstepd-%s: error: --task-prolog failed status=1\n' "$SLURMD_NODENAME" >&2
+    exit 1
+  fi
+  __plurm_o=$(SLURM_SCRIPT_CONTEXT=prolog_task "$__plurm_tp") || {
+    __plurm_s=$?
+    printf 'slurmstepd-%s: error: --task-prolog failed status=%d\n' "$SLURMD_NODENAME" "$__plurm_s" >&2
+    exit "$__plurm_s"
+  }
+''' + _APPLY_SH.replace("unset __plurm_tp ", "unset __plurm_tp __plurm_utp __plurm_r ")

@@ -84,11 +84,23 @@ def for_launch(daemon: Any, msg: Any, credential_job: Any) -> dict[str, Any]:
         gpus = [g for g in (msg.job_gres or {}).get("gpu", []) if isinstance(g, int)]
         confine = daemon.confine
         cpuset = bool(confine.confined and confine.constrain and getattr(confine.cgconf, "constrain_cores", False))
-        return plan(daemon.conf, daemon.node_conf, daemon.name, dict(msg.binding or {}), list(msg.task_ids), cpus,
+        binding = with_accel_bind(dict(msg.binding or {}), getattr(msg, "launch", None))
+        return plan(daemon.conf, daemon.node_conf, daemon.name, binding, list(msg.task_ids), cpus,
                     gpus, daemon.accel, cpuset=cpuset)
     except Exception:
         log.exception("node %s: the binding of step %s.%s", daemon.name, msg.job_id, msg.step_id)
         return {}
+
+
+def with_accel_bind(binding: dict[str, Any], launch: Any) -> dict[str, Any]:
+    """srun --accel-bind (LaunchTasks.launch["accel_bind"]): ``g`` binds each task to the GPUs
+    closest to its CPUs, as --gpu-bind=closest does (an explicit --gpu-bind wins); ``n`` (NICs)
+    has nothing to act on (plurm knows no NICs' places); ``v`` adds no line (22.05.8 printed
+    none on the anchor)."""
+    letters = launch.get("accel_bind") if isinstance(launch, dict) else None
+    if isinstance(letters, str) and "g" in letters and not binding.get("gpu_bind"):
+        binding["gpu_bind"] = "closest"
+    return binding
 
 
 def plan(conf: Any, node_conf: Any, node_name: str, binding: dict[str, Any], task_ids: list[int],

@@ -32,6 +32,7 @@ from plurm.wire.auth import KeyAuth
 from plurm.common import environment
 from plurm.nodeagent import confinement, container, launch, stepbind, stepusage
 from plurm.nodeagent.stepd_attach import Listeners
+from plurm.nodeagent.stepd_launch import NodeOptions
 from plurm.nodeagent.stepd_pmi import StepPmi
 from plurm.nodeagent.stepd_io import Stdin, TaskIo, start_task
 
@@ -86,6 +87,12 @@ def main() -> int:
             attached.send(kind, body)
 
     send("stepd_hello", {"node_id": msg["node_id"]})
+    opts = NodeOptions(msg, payload, node_name, send)  # srun's node-side options (nodeagent/stepd_launch.py)
+    if not opts.begin():  # --bcast could not write the executable here: no task starts (srun was told)
+        sock.close()
+        attached.close()
+        ctx.term()
+        return 0
     poller = zmq.Poller()
     poller.register(sock, zmq.POLLIN)
     pmi = StepPmi.for_step(msg, node_name, send)  # --mpi=pmi2: each task's PMI_FD (nodeagent/pmi2.py)
@@ -119,9 +126,13 @@ def main() -> int:
             send("task_exit", {"task": rank, "exit_code": 1, "signal": 0, "launch_failed": pmi.failed})
             continue
         env.update(pmi_env)
+        opts.task_env(rank, env)
         task_io = TaskIo.of(io, rank=rank, node_id=msg["node_id"], job_id=msg["job_id"], work_dir=msg["work_dir"],
                             shared=shared)
-        argv = msg["argv"]
+        argv = opts.task_argv(rank, msg["argv"])  # --multi-prog's line, --bcast's copy
+        if argv is None:
+            opts.refuse(rank)
+            continue
         if env.get("SLURM_CONTAINER") and payload.get("oci") is not None:  # --container (nodeagent/container.py)
             try:
                 argv = container.task_argv(payload["oci"], argv, env, bundle=env["SLURM_CONTAINER"],
@@ -141,7 +152,7 @@ def main() -> int:
             started = start_task(argv, env, msg["work_dir"], launch.Owner.from_payload(payload["owner"]),
                                  payload.get("task_prolog"), task_io, join=join, cpus=place.get("cpus"),
                                  mems=place.get("mems"), mems_prefer=bool(place.get("mems_prefer")),
-                                 pass_fds=pmi_fds)
+                                 pass_fds=pmi_fds, user_prolog=opts.user_prolog)
         except OSError as exc:
             text = f"slurmstepd: error: execve(): {msg['argv'][0]}: {exc.strerror}\n"
             send("task_output", {"task": rank, "stream": 2, "data": text})
@@ -154,6 +165,7 @@ def main() -> int:
             continue
         proc = started.proc
         procs[rank] = proc
+        opts.started(rank, local_id, proc.pid)
         first, own = stepbind.task_words(bound, place, node_name, rank, local_id, proc.pid)
         for to, words in ((task_ids[0], first), (rank, own)):  # before the task's own output
             if words:
@@ -227,6 +239,7 @@ def main() -> int:
     statuses: dict[int, int] = {}
     for rank, proc in procs.items():
         statuses[rank], used = _wait(proc)
+        opts.ended(rank, task_ids.index(rank), proc.pid, statuses[rank])  # --task-epilog, --slurmd-debug
         cpu["user_cpu_s"] += used.ru_utime if used else 0.0
         cpu["system_cpu_s"] += used.ru_stime if used else 0.0
         peak_kb = max(peak_kb, used.ru_maxrss if used else 0)
@@ -245,6 +258,7 @@ def main() -> int:
             body.update(oom_kills=oom, usage=usage)
             first = False
         send("task_exit", body)
+    opts.finish()
     send("node_done", {"node": node_name})
     for pipe in stdins.values():
         if pipe.fd >= 0 and pipe.fd not in pty_master.values():

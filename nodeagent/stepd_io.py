@@ -113,15 +113,17 @@ class Started:
 def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launch.Owner,
                task_prolog: str | None, io: TaskIo, join: list[str] | None = None,
                cpus: list[int] | None = None, mems: list[int] | None = None, mems_prefer: bool = False,
-               pass_fds: tuple[int, ...] = ()) -> Started:
+               pass_fds: tuple[int, ...] = (), user_prolog: str | None = None) -> Started:
     """One task of a step, as its owner, with the streams ``io`` says; ``join``: its step's
     cgroup.procs files, which it enters before it becomes its owner (launch.Owner.popen_kwargs);
     ``cpus``/``mems``: its CPU mask and NUMA nodes (nodeagent/stepbind.py), set after that;
-    ``pass_fds``: descriptors it inherits (its PMI_FD, nodeagent/stepd_pmi.py)."""
+    ``pass_fds``: descriptors it inherits (its PMI_FD, nodeagent/stepd_pmi.py); ``user_prolog``:
+    srun --task-prolog, run after ``task_prolog`` (slurm.conf's TaskProlog)."""
     files = ["" if io.stdin in ("pipe", "null") else io.stdin,
              "" if io.stdout in ("pipe", "null") else io.stdout, "append" if io.out_append else "truncate",
              "" if io.stderr in ("pipe", "null") else io.stderr, "append" if io.err_append else "truncate"]
-    command = ["/bin/sh", "-c", IO_SH + launch.TASK_SH, "slurmstepd", *files, work_dir, task_prolog or "", *argv]
+    command = ["/bin/sh", "-c", IO_SH + launch.TASK_SH, "slurmstepd", *files, work_dir, task_prolog or "",
+               user_prolog or "", *argv]
     if io.pty:
         master, slave = os.openpty()
         try:
