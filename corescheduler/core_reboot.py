@@ -56,6 +56,7 @@ class JobReboot:
         nodes: dict[str, Node]
         settings: Any
         reboot_pending: set[str]
+        missing_since: dict[int, float]
         need_schedule: bool
         node_admin_dirty: bool
         now: float
@@ -159,6 +160,8 @@ class JobReboot:
                 if other in self.nodes and self.nodes[other].reboot_job:
                     self._reboot_done(self.nodes[other])
             return self._end_failed_run(job, node.name, now)
+        if job is not None:  # (not launched yet: not missing from its node, core_nodes._reconcile)
+            self.missing_since.pop(job.job_id, None)
         sent = (self._reboot_sent or {}).get(node.name, 0.0)
         if node.responding and now - sent >= REBOOT_RESEND_S:
             return [self._reboot_word(node.name, now)]

@@ -170,3 +170,15 @@ def test_scontrol_reboot_refused_where_nodes_cannot_reboot() -> None:
     sc = Sc()
     scontrol_node.reboot(sc, ["n1"])
     assert sc.lines == ["scontrol: error: RebootProgram isn't defined", "scontrol_reboot_nodes error: Unspecified error"]
+
+
+def test_a_daemon_that_pings_before_it_reboots_does_not_fail_the_job() -> None:
+    core, service = _core(resume_timeout=60.0)
+    job_id = _submit(service, req_nodes=["n1"])
+    core.schedule(T0)
+    core.node_register("n1", {"boot_time": 1.0, "slurmd_start_time": 2.0}, T0 + 0.5)  # (not rebooted yet)
+    for second in range(1, 40):  # (a RebootProgram slow to take the host down: its plurmd still pings)
+        core.node_ping("n1", [], None, None, T0 + second)
+        core.tick(T0 + second + 0.5)
+    job = core.jobs[job_id]
+    assert (job.state, job.configuring) == (model.RUNNING, True)
