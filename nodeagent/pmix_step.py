@@ -53,6 +53,7 @@ class StepPmix:
             self.server.start()
         except (pmix_server.PmixError, OSError) as exc:
             self._fail(str(exc))
+        self.shared_host_env = _shared_host_env(msg, node_name, self.server.tmpdir)
 
     def _fail(self, why: str) -> None:
         """No PMIx for this node's tasks: they are launch failures (22.05's words for a failed
@@ -73,6 +74,7 @@ class StepPmix:
             self._fail(str(exc))
             return {}, ()
         env["SLURM_MPI_TYPE"] = self.mpi_type
+        env.update(self.shared_host_env)
         return env, ()
 
     def after_start(self, procs: dict[int, subprocess.Popen], poller: Any) -> None:
@@ -159,6 +161,21 @@ class StepPmix:
 
     def close(self) -> None:
         self.server.close()
+
+
+def _shared_host_env(msg: dict[str, Any], node_name: str, tmpdir: str) -> dict[str, str]:
+    """Open MPI's shared-memory segments for a node that is not its host (a local cluster's n1,
+    n2 ... on one machine): Open MPI names them by host name, job and local rank, so the ranks of
+    two such nodes would map each other's segments (and crash in btl/vader).  Each node's go in
+    its PMIx directory instead, unless the step's environment chose a place; a node that is its
+    host (a real cluster) keeps Open MPI's default."""
+    import socket
+
+    name = "OMPI_MCA_btl_vader_backing_directory"
+    host = socket.gethostname().split(".")[0]
+    if not tmpdir or node_name == host or len(msg.get("nodelist") or []) < 2 or name in (msg.get("environment") or {}):
+        return {}
+    return {name: tmpdir}
 
 
 def _layout(msg: dict[str, Any], node_id: int, task_ids: list[int]) -> list[int] | None:

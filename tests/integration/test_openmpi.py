@@ -128,9 +128,10 @@ def test_hello_and_allreduce_on_two_nodes(cluster: Cluster, workdir: Path, ompi_
     assert [line for line in lines if "hello" in line] == [f"{r}: hello from rank {r} of 4" for r in range(4)]
     assert [line for line in lines if "sum" in line] == [f"{r}: rank {r} of 4 sum 10" for r in range(4)]
     assert proc.stderr == (ANCHOR / "hello.err").read_text()
-    # Ranks dealt out in turn (-m cyclic): each node's server knows where every rank runs.
+    # Ranks dealt out in turn (-m cyclic): each node's server knows where every rank runs.  With
+    # shared memory between a node's ranks (btl/vader): two nodes of one host keep their segments apart.
     proc = _srun(cluster, workdir, "-N2", "--ntasks-per-node=2", "-m", "cyclic", "--mpi=pmix", "-l", "bash", "-c",
-                 f"echo $SLURMD_NODENAME; exec {ompi_program}")
+                 f"echo $SLURMD_NODENAME; exec {ompi_program}", env={"OMPI_MCA_btl": "self,vader,tcp"})
     assert proc.returncode == 0, proc.stderr
     lines = sorted(proc.stdout.splitlines())
     assert [line for line in lines if "sum" in line] == [f"{r}: rank {r} of 4 sum 10" for r in range(4)]
