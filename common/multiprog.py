@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_FILE_BYTES = 1024 * 1024  # far beyond any real one (a line per rank of 10,000 tasks)
+Word = list  # [(text, quoted), ...]: one argument, in pieces
 
 
 class MultiProgError(Exception):
@@ -32,14 +33,14 @@ class MultiProgError(Exception):
 @dataclass(frozen=True)
 class Record:
     """One line: its ranges (None: ``*``, every task no other line names) and its words, each
-    (text, quoted)."""
+    in (text, quoted) pieces."""
 
     ranges: tuple[tuple[int, int], ...] | None
-    words: tuple[tuple[str, bool], ...]
+    words: tuple[tuple[tuple[str, bool], ...], ...]
 
     def to_wire(self) -> dict[str, Any]:
         return {"ranges": None if self.ranges is None else [list(r) for r in self.ranges],
-                "words": [[w, q] for w, q in self.words]}
+                "words": [[[t, q] for t, q in word] for word in self.words]}
 
 
 def read(path: str) -> str:
@@ -54,29 +55,38 @@ def read(path: str) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
-def _split(text: str) -> list[tuple[str, bool]]:
-    """Words separated by white space; a quoted stretch (to its closing quote, or the end of
-    the line) is part of its word and is not interpreted."""
-    words: list[tuple[str, bool]] = []
+def _split(text: str) -> list[Word]:
+    """Words separated by white space, each a list of (text, quoted) pieces: a quoted stretch
+    (to its closing quote, or the end of the line) is part of its word and not interpreted."""
+    words: list[Word] = []
     i, n = 0, len(text)
     while i < n:
         while i < n and text[i].isspace():
             i += 1
         if i >= n:
             break
-        word, quoted = "", False
+        pieces: Word = []
+        plain = ""
         while i < n and not text[i].isspace():
             if text[i] in "'\"":
                 close = text.find(text[i], i + 1)
                 end = n if close < 0 else close
-                word += text[i + 1:end]
-                quoted = True
+                if plain:
+                    pieces.append((plain, False))
+                    plain = ""
+                pieces.append((text[i + 1:end], True))
                 i = end + 1
             else:
-                word += text[i]
+                plain += text[i]
                 i += 1
-        words.append((word, quoted))
+        if plain or not pieces:
+            pieces.append((plain, False))
+        words.append(pieces)
     return words
+
+
+def _text(word: Word) -> str:
+    return "".join(piece for piece, _ in word)
 
 
 def _ranges(spec: str, ntasks: int) -> tuple[tuple[int, int], ...]:
@@ -109,10 +119,10 @@ def parse(text: str, name: str, ntasks: int) -> list[Record]:
                 raise MultiProgError("Task range specification with asterisk must be last")
             if len(words) < 2:
                 raise MultiProgError()
-            spec = words[0][0]
+            spec = _text(words[0])
             if spec == "*":
                 star = True
-                records.append(Record(None, tuple(words[1:])))
+                records.append(Record(None, tuple(tuple(w) for w in words[1:])))
                 continue
             ranges = _ranges(spec, ntasks)
             for lo, hi in ranges:
@@ -122,7 +132,7 @@ def parse(text: str, name: str, ntasks: int) -> list[Record]:
                     seen.add(rank)
         except MultiProgError as exc:
             raise MultiProgError(*exc.lines, f"Line {number} of configuration file {name} invalid") from None
-        records.append(Record(ranges, tuple(words[1:])))
+        records.append(Record(ranges, tuple(tuple(w) for w in words[1:])))
     if not star:
         for rank in range(ntasks):
             if rank not in seen:
@@ -155,9 +165,14 @@ def task_argv(records: Any, rank: int, extra: list[str]) -> list[str] | None:
             continue
         argv = []
         for word in record["words"]:
-            if not (isinstance(word, list) and len(word) == 2 and isinstance(word[0], str)):
+            if not isinstance(word, list):
                 return None
-            text, quoted = word[0], bool(word[1])
-            argv.append(text if quoted else text.replace("%t", str(rank)).replace("%o", str(offset)))
+            arg = ""
+            for piece in word:
+                if not (isinstance(piece, list) and len(piece) == 2 and isinstance(piece[0], str)):
+                    return None
+                text, quoted = piece[0], bool(piece[1])
+                arg += text if quoted else text.replace("%t", str(rank)).replace("%o", str(offset))
+            argv.append(arg)
         return argv + list(extra)
     return None
