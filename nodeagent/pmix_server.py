@@ -57,12 +57,7 @@ class Abort:
     message: str
 
 
-@dataclass(frozen=True)
-class Finalized:
-    rank: int
-
-
-Event = Fence | Abort | Finalized
+Event = Fence | Abort
 
 
 def node_of_rank(tasks_per_node: list[int], node_id: int, task_ids: list[int],
@@ -261,7 +256,6 @@ class NodeServer:
 
     def _client_finalized(self, proc: Any, _obj: Any, cbfunc: Any, cbdata: Any) -> int:
         self.finalized.add(int(proc.contents.rank))
-        self._wake(Finalized(int(proc.contents.rank)))
         if cbfunc:
             cbfunc(px.PMIX_SUCCESS, cbdata)
         return px.PMIX_SUCCESS

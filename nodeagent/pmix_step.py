@@ -23,7 +23,6 @@ from typing import Any
 from plurm.nodeagent import pmix_server
 from plurm.nodeagent.stepd_pmi import Send, kill_on_srun_word
 
-TYPES = ("pmix", "pmix_v4")  # srun's names for the plugin (22.05: pmix, and its versioned pmix_v4)
 KEY_PREFIX = "pmix."
 
 
@@ -42,7 +41,6 @@ class StepPmix:
         self.failed = ""  # why the tasks cannot have PMIx (they are then not started)
         self.procs: dict[int, subprocess.Popen] = {}
         self.aborted = False
-        self.registered = False
         node_of = pmix_server.node_of_rank(list(msg["tasks_per_node"]), self.node_id, self.task_ids,
                                            _layout(msg, self.node_id, self.task_ids))
         self.server = pmix_server.NodeServer(job_id=msg["job_id"], step_id=msg["step_id"], node_id=self.node_id,
@@ -82,9 +80,8 @@ class StepPmix:
 
         self.procs = procs
         poller.register(self.server.wake_r, zmq.POLLIN)
-        self.registered = True
         missing = [rank for rank in self.task_ids if rank not in procs]
-        if missing and not self.failed and len(missing) < int(len(self.server.node_of)):
+        if missing and not self.failed and len(missing) < len(self.server.node_of):
             self.say(f"mpi/pmix: task {missing[0]} did not start: ending the step (its peers would wait for it)")
             self._abort(missing[0], 1, "")
 
@@ -104,8 +101,6 @@ class StepPmix:
             data = base64.b64encode(event.data).decode("ascii")
             self.send("pmi_fence", {"node_id": self.node_id, "seq": event.seq,
                                     "kvs": {f"{KEY_PREFIX}{self.node_id:06d}": data}})
-        elif isinstance(event, pmix_server.Finalized):
-            pass  # (noted by the server itself: server.finalized)
         elif isinstance(event, pmix_server.Abort):
             self._abort(event.rank, event.status or 1, event.message)
 
