@@ -85,6 +85,7 @@ class AdvanceReservations:
     settings: Any
     need_schedule: bool
     _save: Callable[[model.Job], None]  # (ClusterCore's: the job record made durable)
+    immediate_behind: Callable[[model.Job], bool]  # (core_immediate.py)
 
     @property
     def resv(self) -> dict[str, AdvanceReservation]:
@@ -233,6 +234,8 @@ class AdvanceReservations:
     # ------------------------------------------------------------------ scheduling
     def resv_demand(self, job: model.Job, demand: Any, now: float) -> Any:
         """The job's demand with the nodes reservations keep from it taken out."""
+        if self.immediate_behind(job):  # salloc/srun -I behind a job of higher priority: no node (core_immediate.py)
+            return dataclasses.replace(demand, exc_nodes=list(self.nodes))
         table = self.resv
         if not table and not job.spec.reservation:
             return demand  # (no reservations: nothing to do for the usual job)

@@ -32,9 +32,10 @@ class AllocationError(Exception):
         self.exit_code = exit_code
 
 
-def immediate_seconds(spec: dict[str, Any]) -> int | None:
+def immediate_seconds(spec: dict[str, Any], controller: bool = True) -> int | None:
     """-I (1 second), -I<secs>, or None (off: also -I0, as 22.05 reads it).  The mark stays in
-    ``other_options`` for the controller only when it is the controller's to act on (1)."""
+    ``other_options`` for the controller only when it is the controller's to act on (1, and
+    ``controller``: not for a hetjob, whose components the client's wait cancels together)."""
     other = spec.get("other_options") or {}
     value = other.get("immediate")
     if value is None:
@@ -43,7 +44,7 @@ def immediate_seconds(spec: dict[str, Any]) -> int | None:
         seconds = 1 if value == "True" else int(value)
     except ValueError:
         seconds = 1
-    if seconds == 1:
+    if seconds == 1 and controller:
         other["immediate"] = "1"
     else:
         del other["immediate"]
@@ -72,8 +73,12 @@ def allocate(conn: Connection, spec: dict[str, Any], prog: str, immediate: float
     """Submit an allocation request and wait until it runs; return the job record (a hetjob's:
     ``components`` after the first, which start with it: its leader's).  ``immediate``: -I's
     seconds, else read from the spec's options (srun's and salloc's own -I)."""
+    by_controller = False
     if immediate is None:
-        immediate = immediate_seconds(spec)
+        immediate = immediate_seconds(spec, controller=not components)
+        by_controller = immediate == 1 and not components
+        if immediate == 1 and components:  # 22.05's slurmctld refuses it before it is a job, free nodes too
+            raise AllocationError(f"{prog}: error: Job submit/allocate failed: Job can not start immediately")
     try:
         reply = conn.request("submit_job", {"spec": spec, **({"components": components} if components else {})})
     except ClientError as exc:
@@ -82,7 +87,7 @@ def allocate(conn: Connection, spec: dict[str, Any], prog: str, immediate: float
         raise AllocationError(f"{prog}: error: Unable to allocate resources: {exc}") from None
     job_id = reply["job_id"]
     try:
-        return _wait_running(conn, job_id, prog, immediate, quiet)
+        return _wait_running(conn, job_id, prog, immediate, quiet, by_controller)
     except KeyboardInterrupt:
         # Ctrl-C while pending: Slurm's srun and salloc cancel the request at the first one.
         release(conn, job_id, cancel=True)
@@ -94,11 +99,11 @@ def allocate(conn: Connection, spec: dict[str, Any], prog: str, immediate: float
 
 
 def _wait_running(conn: Connection, job_id: int, prog: str, immediate: float | None,
-                  quiet: bool) -> dict[str, Any]:
+                  quiet: bool, by_controller: bool = False) -> dict[str, Any]:
+    """``by_controller``: -I, answered by the controller's next pass (so no "Pending" line)."""
     announced = False
     delay = 0.02
     started = time.monotonic()
-    by_controller = immediate == 1  # (no "Pending" line: the controller answers in its next pass)
     booting: list[str] = []  # --reboot: the nodes srun waits for (core_reboot.py)
     while True:
         job = job_record(conn, job_id)

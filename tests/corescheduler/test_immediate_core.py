@@ -79,3 +79,26 @@ def test_a_restarted_core_fails_an_immediate_job_it_finds_pending() -> None:
                         now=T0 + 2)
     again.schedule(T0 + 2)
     assert again.jobs[job_id].state == model.FAILED
+
+
+def test_an_immediate_job_behind_one_of_higher_priority_gets_no_node() -> None:
+    """Free nodes, but a job of higher priority waits: refused (22.05), even where backfill would
+    have started it; the cause, Priority, is the last pending reason."""
+    core, service = _core()
+    first = _submit(service, T0, req_nodes=["n1"], exclusive=True, time_limit=60)
+    core.schedule(T0)
+    assert core.jobs[first].state == model.RUNNING
+    wide = _submit(service, T0 + 1, nodes_min=2, exclusive=True, time_limit=60)
+    core.schedule(T0 + 1)
+    small = _submit(service, T0 + 2, immediate=True, time_limit=1)  # (fits on n2 before the wide job's start)
+    core.next_backfill = 0.0  # (this pass backfills too)
+    core.schedule(T0 + 2)
+    job = core.jobs[small]
+    assert (job.state, job.reason) == (model.FAILED, "BadConstraints")
+    assert [r for _, s, r in job.events if s == model.PENDING][-1] == "Priority"
+    assert core.jobs[wide].state == model.PENDING
+    # Without -I the same job is backfilled there.
+    plain = _submit(service, T0 + 3, time_limit=1)
+    core.next_backfill = 0.0
+    core.schedule(T0 + 3)
+    assert core.jobs[plain].state == model.RUNNING

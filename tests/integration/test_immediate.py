@@ -221,3 +221,10 @@ def test_salloc_exit_status_of_a_command_killed_by_a_signal(small: Cluster, tmp_
     _, rc = reference("status", f"salloc sh -c 'kill -{name} $$'")
     proc = small.run("salloc", "sh", "-c", f"kill -{name} $$", cwd=tmp_path)
     assert proc.returncode == rc, (name, proc)
+
+
+def test_immediate_heterogeneous_allocation_is_refused(small: Cluster, tmp_path: Path) -> None:
+    """22.05 never starts a hetjob at once: `salloc -I A : B` is refused, free nodes too."""
+    check_case(small, "het", "salloc -I -N1 : -N1 true (nodes free)", ["salloc", "-I", "-N1", ":", "-N1", "true"],
+               tmp_path)
+    assert small.request("job_info", {})["jobs"] == []  # (no job was made)
