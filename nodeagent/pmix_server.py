@@ -267,8 +267,14 @@ class NodeServer:
             cbfunc(px.PMIX_SUCCESS, cbdata)
         return px.PMIX_SUCCESS
 
-    def _fence_nb(self, _procs: Any, _nprocs: int, _info: Any, _ninfo: int, data: Any, ndata: int,
+    def _fence_nb(self, procs: Any, nprocs: int, _info: Any, _ninfo: int, data: Any, ndata: int,
                   cbfunc: Any, cbdata: Any) -> int:
+        if not self._whole_step(procs, nprocs):
+            # Only fences over the whole step cross srun (every node takes part); one over some
+            # ranks would wait for nodes that never come: its callers get an error instead.
+            sys.stderr.write(f"plurmstepd {self.job_id}.{self.step_id}: mpi/pmix: a fence over part of the step, "
+                             "not supported\n")
+            return px.PMIX_ERR_NOT_SUPPORTED
         blob = ctypes.string_at(data, ndata) if data and ndata else b""
         with self.lock:
             seq = self.seq
@@ -276,6 +282,17 @@ class NodeServer:
             self.fences[seq] = (cbfunc, cbdata)
         self._wake(Fence(seq, blob))
         return px.PMIX_SUCCESS
+
+    def _whole_step(self, procs: Any, nprocs: int) -> bool:
+        """Whether a fence's participants are every rank of this step's namespace."""
+        ranks: set[int] = set()
+        for i in range(nprocs):
+            if procs[i].nspace.decode("utf-8", "replace") != self.nspace:
+                return False
+            if procs[i].rank == px.PMIX_RANK_WILDCARD:
+                return True
+            ranks.add(int(procs[i].rank))
+        return ranks == set(range(self.ntasks))
 
     def _direct_modex(self, _proc: Any, _info: Any, _ninfo: int, _cbfunc: Any, _cbdata: Any) -> int:
         # Every rank's data crosses in the fences (Open MPI collects it in MPI_Init).

@@ -54,6 +54,54 @@ int main(int argc, char **argv)
 }
 """
 
+# A bare PMIx client (libpmix's own API, no MPI): a put, a fence collecting the data, a get of the
+# next rank's put; with an argument, ranks 0 and 1 then fence alone (part of the step).
+PMIX_CLIENT = r"""#include <pmix.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
+{
+    pmix_proc_t me, peer, pair[2];
+    pmix_value_t value, *got = NULL;
+    pmix_info_t info;
+    bool collect = true;
+    char text[64];
+    int rc, size = 0;
+    if ((rc = PMIx_Init(&me, NULL, 0)) != PMIX_SUCCESS) {
+        printf("init failed %d\n", rc);
+        return 1;
+    }
+    PMIX_PROC_LOAD(&peer, me.nspace, PMIX_RANK_WILDCARD);
+    if (PMIx_Get(&peer, PMIX_JOB_SIZE, NULL, 0, &got) == PMIX_SUCCESS) {
+        size = (int) got->data.uint32;
+        PMIX_VALUE_RELEASE(got);
+    }
+    snprintf(text, sizeof(text), "from-%u", me.rank);
+    PMIX_VALUE_LOAD(&value, text, PMIX_STRING);
+    PMIx_Put(PMIX_GLOBAL, "plurm.test", &value);
+    PMIx_Commit();
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    rc = PMIx_Fence(NULL, 0, &info, 1);
+    PMIX_PROC_LOAD(&peer, me.nspace, (me.rank + 1) % size);
+    got = NULL;
+    if (rc == PMIX_SUCCESS && PMIx_Get(&peer, "plurm.test", NULL, 0, &got) == PMIX_SUCCESS)
+        printf("rank %u of %d: fence %d, rank %u put %s\n", me.rank, size, rc, peer.rank, got->data.string);
+    else
+        printf("rank %u of %d: fence %d, no value\n", me.rank, size, rc);
+    if (argc > 1 && me.rank < 2) {  /* a fence over ranks 0 and 1 only */
+        PMIX_PROC_LOAD(&pair[0], me.nspace, 0);
+        PMIX_PROC_LOAD(&pair[1], me.nspace, 1);
+        rc = PMIx_Fence(pair, 2, NULL, 0);
+        printf("rank %u: partial fence %s\n", me.rank, rc == PMIX_SUCCESS ? "ok" : "refused");
+    }
+    fflush(stdout);
+    PMIx_Finalize(NULL, 0);
+    return 0;
+}
+"""
+
 # Open MPI as root, on loopback TCP only.
 OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl": "self,tcp",
             "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}
@@ -85,6 +133,23 @@ def ompi_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([mpicc, "-O1", "-o", str(build / "mpi"), str(build / "mpi.c")], check=True,
                    capture_output=True, timeout=120)
     return build / "mpi"
+
+
+@pytest.fixture(scope="module")
+def pmix_client(ompi_program: Path) -> Path:
+    """PMIX_CLIENT, built against the host's libpmix (libpmix-dev's headers: libopenmpi-dev brings them)."""
+    from plurm.nodeagent.pmix_lib import library_path
+
+    library = Path(library_path() or "")
+    include = library.parent.parent / "include"
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if compiler is None or not (include / "pmix.h").exists():
+        pytest.skip(f"needs a C compiler and PMIx's headers ({include}/pmix.h, libpmix-dev)")
+    (ompi_program.parent / "client.c").write_text(PMIX_CLIENT)
+    out = ompi_program.parent / "client"
+    subprocess.run([compiler, "-O1", f"-I{include}", "-o", str(out), str(ompi_program.parent / "client.c"),
+                    str(library), f"-Wl,-rpath,{library.parent}"], check=True, capture_output=True, timeout=120)
+    return out
 
 
 def _srun(cluster: Cluster, workdir: Path, *args: str, env: dict[str, str] | None = None,
@@ -175,6 +240,17 @@ def test_task_environment_is_22_05s(cluster: Cluster, workdir: Path, ompi_progra
     # --mpi=pmix_v4 is the same plugin; the task is told the name it was given, as 22.05 does.
     proc = _srun(cluster, workdir, "--mpi=pmix_v4", "-n1", "sh", "-c", "echo $SLURM_MPI_TYPE")
     assert (proc.returncode, proc.stdout) == (0, (ANCHOR / "v4.out").read_text()), proc.stderr
+    cluster.wait_idle()
+
+
+def test_a_pmix_client_puts_fences_and_gets_across_three_nodes(cluster: Cluster, workdir: Path,
+                                                               pmix_client: Path) -> None:
+    proc = _srun(cluster, workdir, "-N3", "--ntasks-per-node=1", "--mpi=pmix", "-l", str(pmix_client), "partial")
+    assert proc.returncode == 0, proc.stderr
+    lines = sorted(proc.stdout.splitlines())
+    assert lines == ["0: rank 0 of 3: fence 0, rank 1 put from-1", "0: rank 0: partial fence refused",
+                     "1: rank 1 of 3: fence 0, rank 2 put from-2", "1: rank 1: partial fence refused",
+                     "2: rank 2 of 3: fence 0, rank 0 put from-0"]
     cluster.wait_idle()
 
 
