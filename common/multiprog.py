@@ -9,8 +9,8 @@ error, never a read of the whole.
 
 The format (man srun, MULTIPLE PROGRAM CONFIGURATION): ``#`` in column one starts a comment;
 each other line is ranks (comma separated numbers and ``lo-hi`` ranges, or ``*`` on the last
-line), the program, its arguments; single or double quotes keep what they enclose as one
-argument, uninterpreted.
+line), the program, its arguments; single quotes keep what they enclose as one argument,
+uninterpreted (double quotes are plain characters: 22.05 passes them on).
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ def read(path: str) -> str:
 
 
 def _split(text: str) -> list[Word]:
-    """Words separated by white space, each a list of (text, quoted) pieces: a quoted stretch
-    (to its closing quote, or the end of the line) is part of its word and not interpreted."""
+    """Words separated by white space, each a list of (text, quoted) pieces: a single-quoted
+    stretch (to its closing quote, or the end of the line) is part of its word, uninterpreted."""
     words: list[Word] = []
     i, n = 0, len(text)
     while i < n:
@@ -68,7 +68,7 @@ def _split(text: str) -> list[Word]:
         pieces: Word = []
         plain = ""
         while i < n and not text[i].isspace():
-            if text[i] in "'\"":
+            if text[i] == "'":
                 close = text.find(text[i], i + 1)
                 end = n if close < 0 else close
                 if plain:

@@ -101,6 +101,11 @@ def test_multi_prog_file_errors(cluster: Cluster, files: Path, case: str) -> Non
     assert got == _reference(f"multi_prog.{case}")
 
 
+def test_multi_prog_double_quotes_are_plain(cluster: Cluster, files: Path) -> None:
+    assert _run(cluster, files, "srun", "-n1", "-l", "--multi-prog", "mp_dquote.conf") == \
+        _reference("multi_prog.dquote")
+
+
 def test_multi_prog_unreadable_and_huge(cluster: Cluster, files: Path) -> None:
     assert _run(cluster, files, "srun", "-n1", "--multi-prog", "nonexist.conf") == _reference("multi_prog.nonexist")
     with open(files / "huge.conf", "wb") as handle:  # (sparse: 1 GiB costs nothing to make)

@@ -16,8 +16,8 @@ def test_ranks_offsets_quotes_and_the_rest() -> None:
     text = "# c\n\n4-6 hostname\n1,7 echo task:%t\n0,2-3 echo offset:%o\n"
     assert _argv(text, 8) == [["echo", "offset:0"], ["echo", "task:1"], ["echo", "offset:1"], ["echo", "offset:2"],
                               ["hostname"], ["hostname"], ["hostname"], ["echo", "task:7"]]
-    assert _argv("0 echo 'a %t' b\"c d\"%t\n* prog %o\n", 3, ["x"]) == [
-        ["echo", "a %t", "bc d0", "x"], ["prog", "1", "x"], ["prog", "2", "x"]]
+    assert _argv("0 echo 'a %t' b'c d'%t \"q\n* prog %o\n", 3, ["x"]) == [
+        ["echo", "a %t", "bc d0", '"q', "x"], ["prog", "1", "x"], ["prog", "2", "x"]]
 
 
 @pytest.mark.parametrize("text,lines", [

@@ -25,6 +25,7 @@ cap multi_prog srun -n4 -l --multi-prog mp.conf extra
 for c in mp_missing mp_bad mp_gap mp_dup mp_noexe mp_rev mp_star_first; do
   cap "multi_prog.$c" srun -n2 -l --multi-prog $c.conf
 done
+cap multi_prog.dquote srun -n1 -l --multi-prog mp_dquote.conf
 cap multi_prog.nonexist srun -n1 --multi-prog nonexist.conf
 cap bcast_default sh -c 'srun -N2 -l --bcast ./prog.sh x y; ls | grep slurm_bcast'
 cap bcast_nodir srun -N2 -l --bcast=$D/nodir/ ./prog.sh

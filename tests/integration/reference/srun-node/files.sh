@@ -26,4 +26,5 @@ printf '0 echo a\n0 echo b\n' > mp_dup.conf
 printf '0\n' > mp_noexe.conf
 printf '1-0 echo rev\n' > mp_rev.conf
 printf '*  echo all %%t\n0 echo zero\n' > mp_star_first.conf
+printf '0 sh -c "echo hi"\n' > mp_dquote.conf
 chmod 644 ./*.conf
