@@ -194,11 +194,3 @@ class InfoArray:
 def proc(nspace: str, rank: int) -> PmixProc:
     return PmixProc(nspace.encode()[:PMIX_MAX_NSLEN], rank)
 
-
-def take_string(lib: Any, pointer: ctypes.c_void_p) -> str:
-    """A string the library allocated for the caller (freed here)."""
-    if not pointer.value:
-        return ""
-    text = ctypes.string_at(pointer.value).decode()
-    ctypes.CDLL(None).free(pointer)
-    return text

@@ -15,6 +15,7 @@ abort does -- its peers would wait in their next fence for ever.
 from __future__ import annotations
 
 import base64
+import ctypes
 import os
 import subprocess
 import sys
@@ -49,8 +50,8 @@ class StepPmix:
                                              gid=int(msg.get("gid", 0)))
         try:
             self.server.start()
-        except (pmix_server.PmixError, OSError) as exc:
-            self._fail(str(exc))
+        except (pmix_server.PmixError, OSError, ValueError, ctypes.ArgumentError) as exc:
+            self._fail(str(exc) if isinstance(exc, pmix_server.PmixError) else f"mpi/pmix: cannot start: {exc}")
         self.shared_host_env = _shared_host_env(msg, node_name, self.server.tmpdir)
 
     def _fail(self, why: str) -> None:
