@@ -457,16 +457,17 @@ def _first_reply(fd: int, wait_s: float) -> tuple[dict[str, Any] | None, bytes]:
 def start_stepd(msg: protocol.LaunchTasks, node_name: str, spool: str, key_path: str,
                 task_prolog: str | None = None, cgroup: dict[str, Any] | None = None,
                 acct_freq: float = 30.0, binding: dict[str, Any] | None = None,
-                oci: dict[str, str] | None = None) -> subprocess.Popen:
+                oci: dict[str, str] | None = None, task_epilog: str | None = None) -> subprocess.Popen:
     """The step's plurmstepd, as plurmd's user; it starts the tasks as their owner, in the
     step's cgroup when ``cgroup`` names one (confinement.Setup.payload), and samples their
     usage every ``acct_freq`` seconds; ``binding``: each task's CPUs, NUMA nodes and GPUs
-    (nodeagent/stepbind.plan)."""
+    (nodeagent/stepbind.plan); ``task_epilog``: slurm.conf's TaskEpilog, run after each task's
+    srun --task-epilog (nodeagent/stepd_launch.py)."""
     owner = owner_of(msg.uid, msg.gid, msg.environment)
     msg.environment = owner.environment(msg.environment)
     payload = json.dumps({"msg": protocol.to_builtins(msg), "node": node_name, "key_path": key_path,
                           "owner": owner.to_payload(), "task_prolog": task_prolog, "cgroup": cgroup or {},
-                          "acct_freq": acct_freq, "binding": binding or {},
+                          "acct_freq": acct_freq, "binding": binding or {}, "task_epilog": task_epilog,
                           "oci": oci})  # oci.conf, for --container steps (nodeagent/container.py)
     env = _daemon_environment()
     proc = subprocess.Popen([sys.executable, "-m", "plurm.nodeagent.stepd"], stdin=subprocess.PIPE,

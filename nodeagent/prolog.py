@@ -53,6 +53,7 @@ class NodeScripts:
     prolog: str | None = None
     epilog: str | None = None
     task_prolog: str | None = None
+    task_epilog: str | None = None  # TaskEpilog: run by plurmstepd after each task (nodeagent/stepd_launch.py)
     timeout: float | None = None  # PrologEpilogTimeout; None: wait as long as they take
     epilogs: dict[int, dict[str, str]] = field(default_factory=dict)  # job id -> its Epilog's environment
     due: set[int] = field(default_factory=set)  # steps-only jobs the controller has ended: Epilog when idle
@@ -66,7 +67,7 @@ class NodeScripts:
         except ValueError:
             seconds = None
         return cls(prolog=conf.get("Prolog") or None, epilog=conf.get("Epilog") or None,
-                   task_prolog=conf.get("TaskProlog") or None,
+                   task_prolog=conf.get("TaskProlog") or None, task_epilog=conf.get("TaskEpilog") or None,
                    timeout=seconds if seconds and seconds < 65534 else None)
 
     @classmethod

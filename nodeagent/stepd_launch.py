@@ -5,8 +5,9 @@
   starts (nodeagent/bcast.py); the tasks run the copy, LD_LIBRARY_PATH first on the libraries.
   A node that cannot write it starts no task: its words on srun's stderr, each task exit 1.
 - ``--task-prolog``: run by each task's shell after slurm.conf's TaskProlog (prolog.py's
-  USER_TASK_PROLOG_SH); ``--task-epilog``: run here, as the owner, in the task's environment
-  and directory, once the task has ended, killed with what it started after EPILOG_TIMEOUT_S.
+  USER_TASK_PROLOG_SH); ``--task-epilog``, then slurm.conf's TaskEpilog (when plurmd passes it:
+  launch.start_stepd's ``task_epilog``): run here, as the owner, in the task's environment and
+  directory, once the task has ended, killed with what it started after EPILOG_TIMEOUT_S.
 - ``--slurmd-debug=N``: this process's log level for the step, stderr level N+2 (22.05: 2 is
   verbose); its lines go to srun's stderr (on the node's first task, as plurmstepd's other
   words), the ones 22.05's slurmstepd writes at that level for what plurmstepd also does.
@@ -44,6 +45,8 @@ class NodeOptions:
         self.copy: str | None = None  # --bcast: this node's copy of the executable
         self.libs: str | None = None
         self.envs: dict[int, dict[str, str]] = {}
+        conf_epilog = payload.get("task_epilog")  # slurm.conf's TaskEpilog, after srun's
+        self.epilogs = [p for p in (self.opts.get("task_epilog"), conf_epilog) if isinstance(p, str) and p]
 
     # ------------------------------------------------------------ --slurmd-debug
     def say(self, level: int, text: str) -> None:
@@ -120,9 +123,11 @@ class NodeOptions:
         self.say(DEBUG, "Closing debug channel")
 
     def epilog(self, rank: int) -> None:
-        program = self.opts.get("task_epilog")
-        if not isinstance(program, str) or not program:
-            return
+        """srun --task-epilog, then slurm.conf's TaskEpilog, for task ``rank``."""
+        for program in self.epilogs:
+            self._run_epilog(rank, program)
+
+    def _run_epilog(self, rank: int, program: str) -> None:
         env = dict(self.envs.get(rank) or self.msg.get("environment") or {})
         work_dir = str(self.msg.get("work_dir") or "/")
         try:

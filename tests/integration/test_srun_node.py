@@ -95,7 +95,8 @@ def test_multi_prog_runs_each_task_its_line(cluster: Cluster, files: Path) -> No
     assert _run(cluster, files, "srun", "-n4", "-l", "--multi-prog", "mp.conf", "extra") == _reference("multi_prog")
 
 
-@pytest.mark.parametrize("case", ["mp_missing", "mp_bad", "mp_gap", "mp_dup", "mp_noexe", "mp_rev", "mp_star_first"])
+@pytest.mark.parametrize("case", ["mp_missing", "mp_bad"] + [pytest.param(c, marks=pytest.mark.slow) for c in (
+    "mp_gap", "mp_dup", "mp_noexe", "mp_rev", "mp_star_first")])
 def test_multi_prog_file_errors(cluster: Cluster, files: Path, case: str) -> None:
     got = _run(cluster, files, "srun", "-n2", "-l", "--multi-prog", f"{case}.conf")
     assert got == _reference(f"multi_prog.{case}")
@@ -120,6 +121,7 @@ def test_bcast_to_the_working_directory(cluster: Cluster, files: Path) -> None:
     assert got == _reference("bcast_default")
 
 
+@pytest.mark.slow
 def test_bcast_to_a_folder_and_a_file(cluster: Cluster, files: Path) -> None:
     assert _srun_sh(cluster, files, "mkdir -m 777 dest; srun -N2 -l --bcast=$PWD/dest/ ./prog.sh; ls dest") == \
         _reference("bcast_dir")
@@ -143,6 +145,7 @@ def test_send_libs_copies_the_libraries(cluster: Cluster, files: Path) -> None:
     assert got == _reference("send_libs_binary_default_exclude")
 
 
+@pytest.mark.slow
 def test_send_libs_of_a_script_and_bad_words(cluster: Cluster, files: Path) -> None:
     got = _srun_sh(cluster, files, "mkdir -m 777 dest; srun -N1 -w n1 --bcast=$PWD/dest/ --send-libs "
                                    "--bcast-exclude=NONE ./ld.sh; ls dest/*_libs | sort")
@@ -178,6 +181,7 @@ def test_slurmd_debug_tells_a_signal(cluster: Cluster, files: Path) -> None:
     assert [x for x in err if "slurmstepd" in x] == [x for x in want_err if "slurmstepd" in x]
 
 
+@pytest.mark.slow
 def test_slurmd_debug_most(cluster: Cluster, files: Path) -> None:
     out, err, rc = _run(cluster, files, "srun", "-N1", "-w", "n1", "--slurmd-debug=bogus", "true")
     want_out, want_err, want_rc = _reference("slurmd_debug_bogus")
