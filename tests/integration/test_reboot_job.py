@@ -13,12 +13,28 @@ None``, the node ``ALLOCATED+NOT_RESPONDING+POWERING_UP`` (sinfo ``alloc#``), th
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
-from plurmtest import Cluster, wait_for
+import pytest
+
+from plurmtest import Cluster, start_cluster, wait_for
 
 REFERENCE = Path(__file__).parent / "reference" / "reboot"
+
+
+@pytest.fixture(scope="module")
+def rebooting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One cluster for this file's tests (a start costs seconds on a loaded host): the last
+    test kills and stops its node daemons."""
+    c = start_cluster(tmp_path_factory.mktemp("reboot"), nodes=2, cpus=2, memory=2000)
+    try:
+        yield c
+    finally:
+        c.down()
+        shutil.rmtree(c.dir / "spool", ignore_errors=True)
 
 
 def _node(c: Cluster, name: str) -> dict:
@@ -43,8 +59,8 @@ def test_reference_shows_what_is_compared() -> None:
     assert "State=ALLOCATED+NOT_RESPONDING+POWERING_UP " in text and "reboot timed out" in text
 
 
-def test_reboot_job_configures_then_runs(fresh_cluster: Cluster, tmp_path: Path) -> None:
-    c = fresh_cluster
+def test_reboot_job_configures_then_runs(rebooting: Cluster, tmp_path: Path) -> None:
+    c = rebooting
     before = _node(c, "n1")["slurmd_start_time"]
     daemon = _daemon(c, "n1")
     os.kill(daemon, signal.SIGSTOP)  # (it cannot reboot until we let it)
@@ -75,9 +91,9 @@ def test_reboot_job_configures_then_runs(fresh_cluster: Cluster, tmp_path: Path)
     assert ran.stdout == "n2\n" and _node(c, "n2")["slurmd_start_time"] > before
 
 
-def test_node_not_back_within_resume_timeout_is_down_and_the_job_requeued(fresh_cluster: Cluster,
+def test_node_not_back_within_resume_timeout_is_down_and_the_job_requeued(rebooting: Cluster,
                                                                           tmp_path: Path) -> None:
-    c = fresh_cluster
+    c = rebooting  # (run last: it kills n1's daemon)
     c.conf.write_text(c.conf.read_text() + "ResumeTimeout=3\n")
     c.run("scontrol", "reconfigure", check=True)
     n1, n2 = _daemon(c, "n1"), _daemon(c, "n2")
