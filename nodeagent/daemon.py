@@ -496,7 +496,8 @@ class NodeDaemon(ChildrenOfTheNode):
         try:
             proc = launch.start_stepd(msg, self.name, self.spool, self.key_path, task_prolog=scripts.task_prolog,
                                       cgroup=setup.payload() if setup else None, acct_freq=self.sampler.every_s,
-                                      binding=binding, oci=container.load_oci_conf(os.path.dirname(self.conf_path)))
+                                      binding=binding, oci=container.load_oci_conf(os.path.dirname(self.conf_path)),
+                                      task_epilog=scripts.task_epilog)
         except OSError as exc:
             log.error("step %s.%s failed to launch: %s", msg.job_id, msg.step_id, exc)
             if setup is not None and not here:

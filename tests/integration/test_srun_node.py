@@ -21,11 +21,33 @@ from plurmtest import Cluster, command, start_cluster
 REF = Path(__file__).resolve().parent / "reference" / "srun-node"
 
 
+# slurm.conf's TaskProlog and TaskEpilog, which act only for a step that sets CONF_SCRIPTS_LOG
+# (the anchor had none: the other cases see no difference).
+CONF_TASK_PROLOG = """#!/bin/sh
+[ -n "$CONF_SCRIPTS_LOG" ] && echo "export FROM_CONF=conf_$SLURM_PROCID"
+exit 0
+"""
+CONF_TASK_EPILOG = """#!/bin/sh
+[ -n "$CONF_SCRIPTS_LOG" ] && echo "conf epilog $SLURM_PROCID" >> "$CONF_SCRIPTS_LOG"
+exit 0
+"""
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """The anchor's node shape: n1, n2 of 4 CPUs with 4 (fake) GPUs each."""
-    c = start_cluster(tmp_path_factory.mktemp("srun_node"), nodes=2, cpus=4, memory=2000, gres="gpu:4")
+    base = tmp_path_factory.mktemp("srun_node")
+    c = start_cluster(base, nodes=2, cpus=4, memory=2000, gres="gpu:4")
     try:
+        c.down()
+        scripts = []
+        for name, body in (("task_prolog", CONF_TASK_PROLOG), ("task_epilog", CONF_TASK_EPILOG)):
+            (base / name).write_text(body)
+            (base / name).chmod(0o755)
+            scripts.append(str(base / name))
+        with open(c.conf, "a", encoding="utf-8") as handle:
+            handle.write(f"TaskProlog={scripts[0]}\nTaskEpilog={scripts[1]}\n")
+        c.up()
         yield c
     finally:
         c.down()
@@ -82,6 +104,21 @@ def test_task_prolog_sets_the_environment_and_epilog_runs(cluster: Cluster, file
     line = ('srun -n2 -l --task-prolog=$PWD/tp.sh --task-epilog=$PWD/te.sh sh -c "echo TPVAR=\\$TPVAR '
             'HOME=\\${HOME-unset}"; cat epi.* | sort')
     assert _srun_sh(cluster, files, line) == _reference("task_prolog")
+
+
+def test_slurm_conf_task_scripts_come_first_and_last(cluster: Cluster, files: Path) -> None:
+    """TaskProlog before --task-prolog (which sees what it exported), --task-epilog before TaskEpilog."""
+    prolog = files / "after_conf.sh"
+    prolog.write_text('#!/bin/sh\necho "export SEEN=saw_$FROM_CONF"\n')
+    prolog.chmod(0o755)
+    epilog = files / "mine_epilog.sh"
+    epilog.write_text('#!/bin/sh\necho "srun epilog $SLURM_PROCID" >> "$CONF_SCRIPTS_LOG"\n')
+    epilog.chmod(0o755)
+    log = files / "scripts.log"
+    proc = cluster.run("srun", "-n1", "-w", "n1", f"--task-prolog={prolog}", f"--task-epilog={epilog}", "sh", "-c",
+                       "echo $FROM_CONF $SEEN", cwd=files, env={"CONF_SCRIPTS_LOG": str(log)})
+    assert (proc.stdout, proc.returncode) == ("conf_0 saw_conf_0\n", 0), proc.stderr
+    assert log.read_text() == "srun epilog 0\nconf epilog 0\n"
 
 
 @pytest.mark.parametrize("name,prolog", [("task_prolog_fails", "tpfail.sh"), ("task_prolog_missing", "nonexist")])
