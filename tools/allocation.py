@@ -22,6 +22,8 @@ TIMED_OUT = "Connection timed out"
 # A pending reason that says no wait would help (22.05: "Job submit/allocate failed: ...").
 PART_CONFIG = "Requested partition configuration not available now"
 _PARTITION_REASONS = ("PartitionNodeLimit", "PartitionTimeLimit", "PartitionConfig")
+DEPENDENCY = "Job dependency problem"  # 22.05's words for a held job, or one that must wait to begin
+_INELIGIBLE_REASONS = ("JobHeldUser", "JobHeldAdmin", "BeginTime", "Dependency")
 
 
 class AllocationError(Exception):
@@ -144,8 +146,9 @@ def _refused(job: dict[str, Any], job_id: int, prog: str) -> AllocationError:
     transition log), in 22.05's words; salloc adds the revoke line."""
     reasons = [reason for _, state, reason in job.get("events") or [] if state == "PENDING"]
     reason = reasons[-1] if reasons else "None"
-    if reason in _PARTITION_REASONS:
-        text, code = f"{prog}: error: Job submit/allocate failed: {PART_CONFIG}", 1
+    if reason in _PARTITION_REASONS or reason in _INELIGIBLE_REASONS:
+        cause = PART_CONFIG if reason in _PARTITION_REASONS else DEPENDENCY
+        text, code = f"{prog}: error: Job submit/allocate failed: {cause}", 1
     else:
         cause = NOT_TOP if reason == "Priority" else BUSY
         text, code = f"{prog}: error: Unable to allocate resources: {cause}", _immediate_exit()

@@ -228,3 +228,9 @@ def test_immediate_heterogeneous_allocation_is_refused(small: Cluster, tmp_path:
     check_case(small, "het", "salloc -I -N1 : -N1 true (nodes free)", ["salloc", "-I", "-N1", ":", "-N1", "true"],
                tmp_path)
     assert small.request("job_info", {})["jobs"] == []  # (no job was made)
+
+
+@pytest.mark.parametrize("option", ["-H", "--begin=now+1hour", "-N9"])
+def test_immediate_job_that_may_not_start_yet_is_refused_with_its_cause(small: Cluster, tmp_path: Path,
+                                                                        option: str) -> None:
+    check_case(small, "ineligible", f"salloc -I {option} true", ["salloc", "-I", option, "true"], tmp_path)
