@@ -34,7 +34,7 @@ class AllocationError(Exception):
         self.exit_code = exit_code
 
 
-def immediate_seconds(spec: dict[str, Any], controller: bool = True) -> int | None:
+def immediate_seconds(spec: dict[str, Any], controller: bool = True, prog: str = "salloc") -> int | None:
     """-I (1 second), -I<secs>, or None (off: also -I0, as 22.05 reads it).  The mark stays in
     ``other_options`` for the controller only when it is the controller's to act on (1, and
     ``controller``: not for a hetjob, whose components the client's wait cancels together)."""
@@ -42,10 +42,9 @@ def immediate_seconds(spec: dict[str, Any], controller: bool = True) -> int | No
     value = other.get("immediate")
     if value is None:
         return None
-    try:
-        seconds = 1 if value == "True" else int(value)
-    except ValueError:
-        seconds = 1
+    if value != "True" and not value.isdigit():  # (22.05 reads it before anything is asked for)
+        raise AllocationError(f'{prog}: error: Invalid numeric value "{value[:64]}" for immediate.')
+    seconds = 1 if value == "True" else int(value)
     if seconds == 1 and controller:
         other["immediate"] = "1"
     else:
@@ -77,7 +76,7 @@ def allocate(conn: Connection, spec: dict[str, Any], prog: str, immediate: float
     seconds, else read from the spec's options (srun's and salloc's own -I)."""
     by_controller = False
     if immediate is None:
-        immediate = immediate_seconds(spec, controller=not components)
+        immediate = immediate_seconds(spec, controller=not components, prog=prog)
         by_controller = immediate == 1 and not components
         if immediate == 1 and components:  # 22.05's slurmctld refuses it before it is a job, free nodes too
             raise AllocationError(f"{prog}: error: Job submit/allocate failed: Job can not start immediately")

@@ -234,3 +234,9 @@ def test_immediate_heterogeneous_allocation_is_refused(small: Cluster, tmp_path:
 def test_immediate_job_that_may_not_start_yet_is_refused_with_its_cause(small: Cluster, tmp_path: Path,
                                                                         option: str) -> None:
     check_case(small, "ineligible", f"salloc -I {option} true", ["salloc", "-I", option, "true"], tmp_path)
+
+
+@pytest.mark.parametrize("prog,value", [("salloc", "abc"), ("salloc", "-5"), ("srun", "abc")])
+def test_immediate_takes_only_a_number(small: Cluster, tmp_path: Path, prog: str, value: str) -> None:
+    check_case(small, "values", f"{prog} --immediate={value} true", [prog, f"--immediate={value}", "true"], tmp_path)
+    assert small.request("job_info", {})["jobs"] == []  # (nothing was asked for)
