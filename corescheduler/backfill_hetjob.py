@@ -43,6 +43,8 @@ def plan_group(planner: _Planner, group: HetGroup) -> bool:
     and the components are allocated (``group.outcome`` then holds their allocations),
     else ``group.planned_start`` is set when a start was found in the window."""
     sched, profile = planner.s, planner.p
+    group.backfilled = True
+    group.planned_start = None
     shapes = []
     for job, demand in group.members:
         shape = planner.shape(job, demand)

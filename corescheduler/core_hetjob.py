@@ -200,8 +200,8 @@ class HetJobs:
             outcome = group.outcome or Placed(None, REASON_PRIORITY)  # (a pass that did not reach it)
             if outcome.allocations is None:
                 self._het_wait(members, outcome.reason, now)
-                for job, _ in members:
-                    job.planned_start = group.planned_start
+                for job, _ in members:  # (a pass without a backfill cycle keeps the last plan, as for any job)
+                    job.planned_start = group.planned_start if group.backfilled else job.planned_start
                 continue
             started: list[Outgoing] = []
             for (job, _), alloc in zip(members, outcome.allocations):

@@ -84,6 +84,7 @@ class HetGroup:
     members: list[tuple[Job, Demand]]
     outcome: Placed | None = None  # None: the pass did not reach it
     planned_start: float | None = None  # backfill's common start of its components
+    backfilled: bool = False  # a backfill cycle planned it (else its last plan stands)
     partitions: frozenset[str] = field(default=frozenset())
 
     def __post_init__(self) -> None:
