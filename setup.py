@@ -16,7 +16,7 @@ import sys
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
-SUBPACKAGES = ["corescheduler", "nodeagent", "wire", "common", "plugins", "accel", "grammar", "tools"]
+SUBPACKAGES = ["corescheduler", "nodeagent", "wire", "common", "plugins", "accel", "grammar", "tools", "rest"]
 
 # Each kernel is compiled from a ``*_c.py`` link to its pure-Python twin
 # ``*_py.py`` (aiohttp's reader_c/reader_py arrangement), typed by ``*_c.pxd``.
@@ -34,6 +34,7 @@ COMMANDS = [
     "plurm=plurm.tools.plurm:main",
     "plurmctld=plurm.corescheduler.plurmctld:main",
     "plurmd=plurm.nodeagent.plurmd:main",
+    "plurmrestd=plurm.rest.plurmrestd:main",  # slurmrestd-compatible REST (docs/rest.md)
 ]
 
 
@@ -107,7 +108,8 @@ setup(
     python_requires=">=3.10",
     packages=packages,
     package_dir=package_dir,
-    package_data={"plurm.grammar": ["*.lark"], "plurm.corescheduler": ["*.pxd"], "plurm.tools": ["texts/*.txt"]},
+    package_data={"plurm.grammar": ["*.lark"], "plurm.corescheduler": ["*.pxd"], "plurm.tools": ["texts/*.txt"],
+                  "plurm.rest": ["openapi/*.json"]},
     ext_modules=_extensions(),
     cmdclass={"build_ext": OptionalBuildExt},
     install_requires=[
@@ -118,6 +120,8 @@ setup(
         "psutil>=5.9",
         "python-daemon>=3",  # plurmctld/plurmd without -D (plurm.common.daemon)
         "PyYAML>=5.1",  # --yaml on squeue, sinfo, sacct, sshare, scontrol (imported only then)
+        "aiohttp>=3.9",  # plurmrestd's HTTP server (docs/rest.md says why this one)
+        "PyJWT>=2.8",  # scontrol token and AuthAltTypes=auth/jwt (HS256)
     ],
     extras_require={
         "test": [
@@ -144,6 +148,7 @@ setup(
             # the registry API that resolves the specs' $refs came with these versions
             "jsonschema>=4.18",
             "openapi-schema-validator>=0.6",
+            "openapi-spec-validator>=0.7",  # plurmrestd's /openapi.json is a valid document (tests/rest)
         ],
         # The client libraries, for users who drive plurm with them (also in "test").
         "clients": ["submitit==1.5.4", "dask-jobqueue==0.9.0", "dask[distributed]==2026.8.0"],

@@ -292,6 +292,8 @@ class LocalCluster:
                 continue
             name = entry[:-4]
             module = CTLD_MODULE if name.startswith("plurmctld") else NODED_MODULE
+            if name == "plurmrestd":  # (plurm cluster up --rest: tools/localrest.py)
+                module = "plurm.rest.plurmrestd"
             pid = self._alive(name, module)
             if pid is not None:
                 targets.append((name, pid))

@@ -2,6 +2,7 @@
 
     plurm cluster up [--nodes N] [--cpus-per-node C] [--memory-per-node MB] [--dir DIR]
                      [--controllers 2 --state postgresql://USER@HOST:PORT/DB] [--slurmctld-timeout S]
+                     [--rest]      (plurmrestd too; prints its URL as SLURM_RESTD_URL)
     plurm cluster down [--dir DIR]
     plurm cluster status [--dir DIR]
     plurm demo [--dir DIR] [--down]
@@ -44,7 +45,14 @@ def _cluster(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 1
         try:
+            if args.rest:  # plurmrestd and its tokens (tools/localrest.py)
+                from plurm.tools import localrest
+
+                cluster.write_files(shape)
+                if localrest.ensure_jwt(cluster):
+                    localrest.restart_controller(cluster)
             started = cluster.up(shape, timeout=args.timeout)
+            url = localrest.start(cluster, args.timeout) if args.rest else None
         except (RuntimeError, ClientError) as exc:  # (ClientError: a slurm.conf the commands cannot read)
             print(f"plurm: error: {exc}", file=sys.stderr)
             return 1
@@ -53,6 +61,8 @@ def _cluster(args: argparse.Namespace) -> int:
         else:
             print("plurm: everything was already running", file=sys.stderr)
         print(f"export SLURM_CONF={cluster.conf_path}")
+        if url:
+            print(f"export SLURM_RESTD_URL={url}")
         return 0
     if args.action == "down":
         stopped = cluster.down()
@@ -85,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster.add_argument("--gres", default=None, help="GRES per node, as slurm.conf's Gres= (e.g. gpu:4)")
     cluster.add_argument("--dir", default=None, help="cluster directory (default ~/.local/state/plurm/cluster)")
     cluster.add_argument("--timeout", type=float, default=60.0)
+    cluster.add_argument("--rest", action="store_true", help="start plurmrestd too (slurmrestd's REST API) and print its URL")
     cluster.add_argument("--controllers", type=int, default=1,
                          help="controllers: 2 = a primary and a standby (127.0.0.1, 127.0.0.2)")
     cluster.add_argument("--state", default=None, help="StateSaveLocation (default DIR/state, SQLite; "

@@ -1,0 +1,1 @@
+"""plurm.rest: plurmrestd, the slurmrestd-compatible REST daemon (docs/rest.md)."""

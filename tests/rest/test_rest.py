@@ -1,0 +1,363 @@
+"""plurmrestd (issue 16, item 1) against a real local cluster started by ``plurm cluster up
+--rest``: tokens from ``scontrol token``, checked by the controller; forged, expired, missing
+and misused tokens refused with 401 in slurmrestd's shape (and a log line); submit -> get ->
+list -> signal -> cancel over HTTP; and every answer of every implemented path, in v0.0.43
+and v0.0.44, validated against slurmrestd's OpenAPI schema of that path.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from functools import lru_cache
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import jwt
+import pytest
+
+from openapi_schema_validator import OAS30Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT4
+
+from plurmtest import Cluster, wait_for
+
+REFERENCE = Path(__file__).parent / "reference" / "rest"
+
+# ----------------------------------------------------------------------------- HTTP and schemas
+SPECS = Path(__file__).resolve().parents[2] / "rest" / "openapi"
+VERSIONS = ("v0.0.43", "v0.0.44")
+
+
+def call(url: str, method: str, path: str, token: str | None = None, user: str | None = None,
+         bearer: bool = False, body: object = None, raw: bytes | None = None) -> tuple[int, dict]:
+    """(HTTP status, decoded JSON body) of one request."""
+    headers = {"Accept": "application/json"}
+    if token is not None:
+        if bearer:
+            headers["Authorization"] = f"Bearer {token}"
+        else:
+            headers["X-SLURM-USER-TOKEN"] = token
+    if user is not None:
+        headers["X-SLURM-USER-NAME"] = user
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    if data is not None:
+        headers["Content-Type"] = "application/json"
+    request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return reply.status, json.loads(reply.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+def _nest_required(node) -> None:
+    """Slurm's generator lists required fields of inline sub-objects as ``"error/code"`` in
+    the parent (JSON Schema would read that as one property so named): move each into the
+    sub-object (as tests/tools/test_json_output.py does)."""
+    if isinstance(node, dict):
+        req = node.get("required")
+        if isinstance(req, list) and any("/" in r for r in req):
+            node["required"] = [r for r in req if "/" not in r]
+            for r in req:
+                head, slash, rest = r.partition("/")
+                sub = node.get("properties", {}).get(head)
+                if slash and isinstance(sub, dict) and "$ref" not in sub and "/" not in rest:
+                    sub.setdefault("required", []).append(rest)
+        for value in node.values():
+            _nest_required(value)
+    elif isinstance(node, list):
+        for value in node:
+            _nest_required(value)
+
+
+@lru_cache(maxsize=None)
+def spec(version: str) -> dict:
+    return json.loads((SPECS / f"{version}.json").read_text())
+
+
+@lru_cache(maxsize=None)
+def _registry(version: str) -> Registry:
+    document = json.loads((SPECS / f"{version}.json").read_text())
+    _nest_required(document)
+    return Registry().with_resource("spec", Resource.from_contents(document, default_specification=DRAFT4))
+
+
+def response_schema(version: str, method: str, path: str) -> str:
+    """The ``$ref`` of the 200 answer of ``method path`` (path after /slurm/vX/, as the spec)."""
+    op = spec(version)["paths"][f"/slurm/{version}/{path}"][method.lower()]
+    return op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+
+
+def validate(obj: dict, version: str, method: str, path: str) -> None:
+    ref = response_schema(version, method, path).replace("#/", "spec#/")
+    validator = OAS30Validator({"$ref": ref}, registry=_registry(version))
+    errors = [f"{list(e.absolute_path)}: {e.message[:200]}" for e in validator.iter_errors(obj)]
+    assert not errors, f"{method} {path} {version}: {len(errors)} errors, first: {errors[:5]}"
+
+ME = getpass.getuser()
+
+
+@dataclass
+class Rest:
+    cluster: Cluster
+    url: str
+    key: bytes
+    work: Path
+
+    def token(self, *args: str) -> str:
+        out = self.cluster.run("scontrol", "token", *args, check=True).stdout
+        assert re.fullmatch(r"SLURM_JWT=[\w-]+\.[\w-]+\.[\w-]+\n", out), out
+        return out.strip().split("=", 1)[1]
+
+    def log(self, name: str) -> str:
+        return (self.cluster.dir / "log" / f"{name}.log").read_text(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def rest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rest]:
+    from plurm.tools.localcluster import ClusterShape, LocalCluster
+
+    base = tmp_path_factory.mktemp("rest")
+    local = LocalCluster(str(base / "cluster"))
+    local.write_files(ClusterShape(nodes=2, cpus_per_node=2, memory_per_node=2000))
+    conf = Path(local.conf_path)
+    conf.write_text(conf.read_text() + "FirstJobId=46001\nLicenses=fluent:3\n")
+    env = dict(os.environ, SLURM_CONF=str(conf))
+    env.pop("SLURM_JOB_ID", None)
+    c = Cluster(Path(local.dir), conf, env)
+    out = c.up("--rest").stdout
+    try:
+        found = re.search(r"^export SLURM_RESTD_URL=(http://127\.0\.0\.1:\d+)$", out, re.M)
+        assert found, f"plurm cluster up --rest printed no URL: {out!r}"
+        key = (Path(local.dir) / "jwt_hs256.key").read_bytes()
+        assert (Path(local.dir) / "jwt_hs256.key").stat().st_mode & 0o077 == 0
+        c.run("scontrol", "create", "reservation", "ReservationName=later", "StartTime=now+3600",
+              "Duration=60", "Nodes=n2", f"Users={ME}", check=True)
+        work = base / "work"
+        work.mkdir()
+        yield Rest(c, found.group(1), key, work)
+    finally:
+        c.down()
+
+
+def _job(rest: Rest, token: str, job_id: int, version: str = "v0.0.44") -> dict:
+    status, body = call(rest.url, "GET", f"/slurm/{version}/job/{job_id}", token, bearer=True)
+    assert status == 200, body
+    validate(body, version, "GET", "job/{job_id}")
+    assert [j["job_id"] for j in body["jobs"]] == [job_id]
+    return body["jobs"][0]
+
+
+def _wait_job_state(rest: Rest, token: str, job_id: int, state: str) -> dict:
+    seen: dict = {}
+
+    def reached() -> bool:
+        seen.update(_job(rest, token, job_id))
+        return seen["job_state"][0] == state
+
+    wait_for(reached, 30, f"job {job_id} {state} (last: {seen.get('job_state')})")
+    return seen
+
+
+# ----------------------------------------------------------------------------- tokens
+
+def test_scontrol_token_is_an_hs256_jwt_of_the_caller(rest: Rest) -> None:
+    claims = jwt.decode(rest.token(), rest.key, algorithms=["HS256"])
+    assert claims["sun"] == ME and claims["exp"] - claims["iat"] == 1800  # Slurm's default lifespan
+    short = jwt.decode(rest.token("lifespan=60"), rest.key, algorithms=["HS256"])
+    assert short["exp"] - short["iat"] == 60
+    other = jwt.decode(rest.token("username=nobody"), rest.key, algorithms=["HS256"])  # (root, SlurmUser only)
+    assert other["sun"] == "nobody"
+
+
+def test_scontrol_token_errors_are_slurms(rest: Rest) -> None:
+    reference = (REFERENCE / "scontrol_token.txt").read_text()
+    bad = rest.cluster.run("scontrol", "token", "badarg")
+    assert (bad.returncode, bad.stdout) == (1, "")
+    assert f"stderr: {bad.stderr.strip()}" in reference
+    lifespan = rest.cluster.run("scontrol", "token", "lifespan=abc")
+    assert (lifespan.returncode, lifespan.stdout, lifespan.stderr) == (1, "", "Error fetching token\n")
+    assert "stderr: Error fetching token" in reference
+
+
+def _forged(rest: Rest) -> str:
+    now = int(time.time())
+    return jwt.encode({"iat": now, "exp": now + 600, "sun": ME}, b"not-the-cluster-key" * 2, algorithm="HS256")
+
+
+def _expired(rest: Rest) -> str:
+    now = int(time.time())
+    return jwt.encode({"iat": now - 700, "exp": now - 100, "sun": ME}, rest.key, algorithm="HS256")
+
+
+@pytest.mark.parametrize("case", ["missing", "forged", "expired", "garbage", "other_user", "unknown_user"])
+def test_refused_tokens_are_401_with_slurms_error_shape(rest: Rest, case: str) -> None:
+    user: str | None = ME
+    if case == "missing":
+        token = None
+    elif case == "forged":
+        token = _forged(rest)
+    elif case == "expired":
+        token = _expired(rest)
+    elif case == "garbage":
+        token = "not.a.token"
+    elif case == "other_user":  # nobody's own token, presented as the cluster owner's
+        token = rest.token("username=nobody")
+    else:
+        now = int(time.time())
+        token = jwt.encode({"iat": now, "exp": now + 60, "sun": "no-such-user-x"}, rest.key, algorithm="HS256")
+    for version in VERSIONS:
+        status, body = call(rest.url, "GET", f"/slurm/{version}/jobs/", token, user)
+        assert status == 401, (case, body)
+        validate(body, version, "GET", "jobs/")
+        assert body["jobs"] == [] and [e["error_number"] for e in body["errors"]] == [1011], body["errors"]
+    assert re.search(r"GET /slurm/v0\.0\.44/jobs/ -> 401", rest.log("plurmrestd"))
+    if case != "missing":  # decided by the controller, which says why in its log
+        why = {"forged": "signature", "expired": "expired", "garbage": "invalid token",
+               "other_user": "presented for user", "unknown_user": "unknown user"}[case]
+        assert re.search(rf"auth/jwt: token refused .*{why}", rest.log("plurmctld")), case
+
+
+def test_the_tokens_user_owns_what_it_submits(rest: Rest) -> None:
+    """plurmrestd runs as the cluster owner; a job submitted with nobody's token is nobody's."""
+    token = rest.token("username=nobody")
+    desc = {"job": {"script": "#!/bin/sh\ntrue\n", "hold": True, "name": "nobodys",
+                    "current_working_directory": "/tmp", "environment": ["PATH=/bin:/usr/bin"]}}
+    status, body = call(rest.url, "POST", "/slurm/v0.0.44/job/submit", token, "nobody", body=desc)
+    assert status == 200, body
+    job = _job(rest, token, body["job_id"])
+    assert (job["user_name"], job["name"]) == ("nobody", "nobodys")
+    status, body = call(rest.url, "DELETE", f"/slurm/v0.0.44/job/{job['job_id']}", token, "nobody")
+    assert status == 200 and body["status"][0]["error"]["code"] == 0, body
+    assert _job(rest, token, job["job_id"])["job_state"][0] == "CANCELLED"
+
+
+# ----------------------------------------------------------------------------- jobs
+
+def test_submit_get_list_signal_cancel(rest: Rest) -> None:
+    token = rest.token()
+    flag = rest.work / "got-usr1"
+    script = (f"#!/bin/bash\n#SBATCH --time=5\ntrap 'echo usr1 > {flag}' USR1\n"
+              "for i in $(seq 600); do sleep 0.1; done\n")
+    desc = {"job": {"script": script, "name": "resttest", "tasks": 1, "memory_per_node": {"set": True, "number": 100},
+                    "current_working_directory": str(rest.work), "standard_output": "/dev/null",
+                    "environment": ["PATH=/bin:/usr/bin", "REST_TEST=1"]}}
+    status, body = call(rest.url, "POST", "/slurm/v0.0.44/job/submit", token, bearer=True, body=desc)
+    assert status == 200, body
+    validate(body, "v0.0.44", "POST", "job/submit")
+    job_id = body["job_id"]
+    assert body["step_id"] == "batch" and isinstance(job_id, int) and job_id >= 46001
+    job = _wait_job_state(rest, token, job_id, "RUNNING")
+    assert (job["name"], job["time_limit"]["number"], job["memory_per_node"]["number"]) == ("resttest", 5, 100)
+    assert job["current_working_directory"] == str(rest.work)
+    older = _job(rest, token, job_id, "v0.0.43")  # the same job in the older version's shape
+    assert older["job_id"] == job_id
+    for version in VERSIONS:
+        status, listing = call(rest.url, "GET", f"/slurm/{version}/jobs/", token, ME)
+        assert status == 200
+        validate(listing, version, "GET", "jobs/")
+        assert job_id in [j["job_id"] for j in listing["jobs"]]
+    # update_time: nothing changed since a time to come, so no jobs (SLURM_NO_CHANGE_IN_DATA)
+    status, unchanged = call(rest.url, "GET", f"/slurm/v0.0.44/jobs?update_time={int(time.time()) + 3600}", token, ME)
+    assert status == 200 and unchanged["jobs"] == []
+    status, since = call(rest.url, "GET", "/slurm/v0.0.44/jobs?update_time=0", token, ME)
+    assert job_id in [j["job_id"] for j in since["jobs"]]
+    # a signal to the batch shell, then the cancel
+    status, body = call(rest.url, "DELETE", f"/slurm/v0.0.44/job/{job_id}?signal=USR1&flags=BATCH_JOB", token, ME)
+    assert status == 200, body
+    validate(body, "v0.0.44", "DELETE", "job/{job_id}")
+    wait_for(flag.exists, 20, "the batch script's USR1 trap")
+    assert _job(rest, token, job_id)["job_state"][0] == "RUNNING"
+    status, body = call(rest.url, "DELETE", f"/slurm/v0.0.43/job/{job_id}", token, ME)
+    assert status == 200 and body["status"][0]["job_id"]["number"] == job_id, body
+    validate(body, "v0.0.43", "DELETE", "job/{job_id}")
+    _wait_job_state(rest, token, job_id, "CANCELLED")
+
+
+@pytest.mark.parametrize("payload, words", [
+    (b"{not json", "Unable to parse request body"),
+    ({"job": {"name": "x"}}, "Batch script is empty"),
+    ({"job": {"script": "#!/bin/sh\ntrue\n", "tasks": "many"}}, "tasks: expected an integer"),
+    ({"job": {"script": "#!/bin/sh\ntrue\n", "time_limit": "soon"}}, "expected a number"),
+    ({"job": {"script": "#!/bin/sh\ntrue\n", "partition": "nosuch", "hold": True}}, "Invalid partition name"),
+])
+def test_bad_submissions_are_refused_with_the_reason(rest: Rest, payload, words: str) -> None:
+    raw = payload if isinstance(payload, bytes) else None
+    status, body = call(rest.url, "POST", "/slurm/v0.0.44/job/submit", rest.token(), ME,
+                        body=None if raw else payload, raw=raw)
+    assert status in (400, 500), body
+    validate(body, "v0.0.44", "POST", "job/submit")
+    assert words in body["errors"][0]["description"], body["errors"]
+
+
+def test_fields_not_acted_on_are_warnings(rest: Rest) -> None:
+    token = rest.token()
+    desc = {"job": {"script": "#!/bin/sh\ntrue\n", "hold": True, "mcs_label": "x",
+                    "current_working_directory": "/tmp"}}
+    status, body = call(rest.url, "POST", "/slurm/v0.0.44/job/submit", token, ME, body=desc)
+    assert status == 200, body
+    validate(body, "v0.0.44", "POST", "job/submit")
+    assert any("mcs_label" in w["description"] for w in body["warnings"]), body["warnings"]
+    call(rest.url, "DELETE", f"/slurm/v0.0.44/job/{body['job_id']}", token, ME)
+
+
+# ----------------------------------------------------------------------------- every path
+
+GET_PATHS = [("ping/", "ping"), ("diag/", "diag"), ("nodes/", "nodes"), ("node/{node_name}", "node/n1"),
+             ("partitions/", "partitions"), ("reservations/", "reservations"), ("licenses/", "licenses")]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_get_path_answers_its_schema(rest: Rest, version: str) -> None:
+    token = rest.token()
+    answers = {}
+    for spec_path, path in GET_PATHS:
+        status, body = call(rest.url, "GET", f"/slurm/{version}/{path}", token, ME)
+        assert status == 200, (path, body)
+        assert body["errors"] == [], (path, body["errors"])
+        validate(body, version, "GET", spec_path)
+        answers[path] = body
+    assert answers["ping"]["pings"][0]["pinged"] == "UP" and answers["ping"]["pings"][0]["primary"]
+    assert [n["name"] for n in answers["nodes"]["nodes"]] == ["n1", "n2"]
+    assert [n["name"] for n in answers["node/n1"]["nodes"]] == ["n1"]
+    assert [p["name"] for p in answers["partitions"]["partitions"]] == ["debug"]
+    assert [(r["name"], r["node_list"]) for r in answers["reservations"]["reservations"]] == [("later", "n2")]
+    assert [(lic["LicenseName"], lic["Total"]) for lic in answers["licenses"]["licenses"]] == [("fluent", 3)]
+    assert answers["diag"]["statistics"]["jobs_submitted"] >= 0
+    assert answers["ping"]["meta"]["plugin"]["data_parser"] == f"data_parser/{version}"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_unknown_objects_are_404_in_their_schema(rest: Rest, version: str) -> None:
+    token = rest.token()
+    for method, spec_path, path, number in [("GET", "job/{job_id}", "job/999999", 2017),
+                                            ("GET", "node/{node_name}", "node/nosuch", 2009),
+                                            ("DELETE", "job/{job_id}", "job/999999", 2017)]:
+        status, body = call(rest.url, method, f"/slurm/{version}/{path}", token, ME)
+        assert status == 404, (path, body)
+        validate(body, version, method, spec_path)
+        assert body["errors"][0]["error_number"] == number, body["errors"]
+    status, body = call(rest.url, "GET", f"/slurm/{version}/nosuch", token, ME)
+    assert status == 404 and body["errors"], body
+
+
+def test_openapi_document_holds_exactly_the_implemented_paths(rest: Rest) -> None:
+    from openapi_spec_validator import validate as validate_spec
+
+    status, doc = call(rest.url, "GET", "/openapi.json")
+    assert status == 200
+    validate_spec(doc)
+    expected = {f"/slurm/{v}/{p}" for v in VERSIONS for p in
+                ["ping/", "diag/", "jobs/", "job/{job_id}", "job/submit", "nodes/", "node/{node_name}",
+                 "partitions/", "reservations/", "licenses/"]}
+    assert set(doc["paths"]) == expected
+    assert set(doc["paths"]["/slurm/v0.0.44/job/{job_id}"]) == {"get", "delete"}
+    assert call(rest.url, "GET", "/openapi/v3")[1] == doc
+    assert json.dumps(doc).count("v0.0.45") == 0
