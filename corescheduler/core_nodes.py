@@ -140,6 +140,33 @@ class NodeEvents:
             reply["resv_ports"] = step_resources.port_ranges(ports)
         return reply
 
+    def step_no_allocate(self, who: Identity, now: float, ntasks: int | None, nodelist: list[str],
+                         cpus_per_task: int | None) -> dict[str, Any]:
+        """srun -Z: an operator's step on the named nodes with no job in the queue (nothing is
+        recorded, as 22.05's leaves no trace in squeue or sacct).  Its job id lies beyond any
+        real one (step_resources.NO_ALLOCATE_JOB_BASE); the caller checked the privilege."""
+        self._at(now)
+        names: list[str] = []
+        for name in nodelist:
+            if name not in self.nodes:
+                raise RequestError("Invalid node name specified", "InvalidNode")
+            if name not in names:
+                names.append(name)
+        if not names:
+            raise RequestError("Requested node configuration is not available", "ConfigUnavailable")
+        ntasks = max(ntasks or len(names), len(names))
+        tasks = [ntasks // len(names) + (1 if i < ntasks % len(names) else 0) for i in range(len(names))]
+        counter = self.__dict__.get("_no_allocate_next", 0)
+        self.__dict__["_no_allocate_next"] = (counter + 1) % 0x10000
+        job_id = step_resources.NO_ALLOCATE_JOB_BASE + counter
+        addrs = [{"name": n, "addr": self.nodes[n].addr, "port": self.nodes[n].port} for n in names]
+        cpus = [self.nodes[n].cpus for n in names]
+        log.info("srun -Z by uid %s: step %s.0 on %s", who.uid, job_id, ",".join(names))
+        return {"job_id": job_id, "step_id": 0, "nodes": names, "tasks": tasks, "addrs": addrs,
+                "cpus_per_task": cpus_per_task or 1, "no_allocate": True,
+                "allocation": {"nodes": names, "cpus": cpus, "mem": [self.nodes[n].real_memory for n in names],
+                               "gres_alloc": [{} for _ in names]}}
+
     def _step_claims(self) -> step_resources.StepClaims:
         """What the running steps hold (in memory only: see step_resources.py)."""
         claims = self.__dict__.get("_step_claims_book")

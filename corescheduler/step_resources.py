@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# srun -Z's steps have no job: their job ids lie beyond MaxJobId's range (67043328 at most)
+NO_ALLOCATE_JOB_BASE = 0x7FFF0000
 INTERACTIVE_STEP_ID = 0xFFFFFFFA  # SLURM_INTERACTIVE_STEP: what 22.05's interactive step's tasks see as SLURM_STEP_ID
 
 

@@ -132,3 +132,37 @@ def msg_timeout(options: dict[str, Any], conf: str) -> float:
         return float(int(conf_value(conf, "MessageTimeout") or 10))
     except ValueError:
         return 10.0
+
+
+def make(conn: Any, options: dict[str, Any], job: dict[str, Any], own_allocation: bool,
+         name: str) -> dict[str, Any] | None:
+    """The step of ``job`` that srun's options ask for (None: refused, said on stderr, and an
+    allocation of srun's own released)."""
+    from plurm.tools.allocation import release
+    from plurm.wire.client import ClientError
+
+    job_id = job["job_id"]
+    ntasks = options.get("ntasks")
+    nodes = options.get("nodes")
+    nodes_min = nodes[0] if isinstance(nodes, (list, tuple)) else nodes if isinstance(nodes, int) else None
+    nodelist = options.get("nodelist") or []
+    if isinstance(ntasks, int) and nodes_min and ntasks < nodes_min:
+        print(f"srun: Warning: can't run {ntasks} processes on {nodes_min} nodes, setting nnodes to {ntasks}",
+              file=sys.stderr)
+        nodes_min = ntasks
+    try:  # (while the job's running steps hold what this one needs: retried)
+        return create(conn, {
+            "job_id": job_id, "name": name, "ntasks": ntasks,
+            "nodes_min": nodes_min if not own_allocation else None,
+            "cpus_per_task": options.get("cpus-per-task"), "nodelist": list(nodelist) if not own_allocation else [],
+            "overcommit": options.get("overcommit") is True,  # -O (or SLURM_OVERCOMMIT=1 from a -O job)
+            **request_fields(options, own_allocation),  # -r, --exact, --whole, --resv-ports, ...
+        }, job_id)
+    except (ClientError, StepOptionError, KeyboardInterrupt) as exc:
+        if isinstance(exc, StepOptionError):
+            print("\n".join(exc.lines), file=sys.stderr)
+        elif isinstance(exc, ClientError):
+            print(f"srun: error: Unable to create step for job {job_id}: {exc}", file=sys.stderr)
+        if own_allocation:
+            release(conn, job_id, 1)
+        return None
