@@ -73,7 +73,9 @@ def run(conn: Any, job_id: int, command: list[str], env: dict[str, str], signum:
 
     tty = _terminal() if signum is not None else None
     proc = subprocess.Popen(command, env=env, process_group=0 if signum is not None else None,
-                            preexec_fn=(lambda: _take_terminal(tty)) if tty is not None else None)
+                            preexec_fn=(lambda: _take_terminal(tty, signal.SIG_DFL)) if tty is not None else None)
+    if tty is not None:  # salloc, now in the background there, may still write its lines (TOSTOP)
+        previous_ttou = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
     revoked = False
     try:
         while True:
@@ -97,7 +99,7 @@ def run(conn: Any, job_id: int, command: list[str], env: dict[str, str], signum:
                     pass
     finally:
         if tty is not None:
-            _take_terminal(tty)  # the terminal back to salloc's group
+            _take_terminal(tty, previous_ttou)  # the terminal back to salloc's group
     return exit_status(returncode), revoked
 
 
@@ -111,13 +113,13 @@ def _terminal() -> int | None:
     return None
 
 
-def _take_terminal(fd: int) -> None:
+def _take_terminal(fd: int, after: Any) -> None:
     """Make the calling process's group the terminal's foreground (SIGTTOU ignored meanwhile:
-    a background group that sets the foreground is otherwise stopped)."""
-    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    a background group that sets the foreground is otherwise stopped), then SIGTTOU ``after``."""
+    signal.signal(signal.SIGTTOU, signal.SIG_IGN)
     try:
         os.tcsetpgrp(fd, os.getpgrp())
     except OSError:
         pass
     finally:
-        signal.signal(signal.SIGTTOU, previous)
+        signal.signal(signal.SIGTTOU, after)

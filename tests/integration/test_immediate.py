@@ -8,6 +8,7 @@ after its submission; -I<secs> is the client's (tools/allocation.py).  -K: tools
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
@@ -240,3 +241,59 @@ def test_immediate_job_that_may_not_start_yet_is_refused_with_its_cause(small: C
 def test_immediate_takes_only_a_number(small: Cluster, tmp_path: Path, prog: str, value: str) -> None:
     check_case(small, "values", f"{prog} --immediate={value} true", [prog, f"--immediate={value}", "true"], tmp_path)
     assert small.request("job_info", {})["jobs"] == []  # (nothing was asked for)
+
+
+def test_kill_command_on_a_terminal(small: Cluster, tmp_path: Path) -> None:
+    """On a terminal the command has the terminal (it reads from it) and still gets SIGTERM
+    (22.05.8 sent SIGTERM there too, not the man page's SIGHUP): the -K case's words."""
+    import pty
+    import select
+
+    trapper = tmp_path / "trapper.sh"
+    trapper.write_text(TRAPPER.format(sleep=300))
+    trapper.chmod(0o755)
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(tmp_path)
+        argv = command("salloc") + ["-K", "sh", "-c", f"read x; echo read $x; exec {trapper}"]
+        os.execvpe(argv[0], argv, small.env)
+    out = b""
+
+    def read_until(text: bytes) -> None:
+        nonlocal out
+        deadline = time.monotonic() + 30
+        while text not in out and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    data = os.read(fd, 4096)
+                except OSError:
+                    return
+                if not data:
+                    return
+                out += data
+
+    try:
+        read_until(b"Granted job allocation")
+        read_until(b"\r\n")  # (the whole line first: the terminal echoes what is typed at once)
+        os.write(fd, b"hello\n")
+        read_until(b"read hello")
+        small.run("scancel", str(last_job(small)["job_id"]), check=True)
+        read_until(b"got TERM")
+    finally:
+        status = _reap(pid)
+        os.close(fd)
+    lines, rc = reference("kill", "salloc -K trapper.sh (scancel after 2 s)")
+    ours = [line for line in norm(out.decode().replace("\r\n", "\n")) if line != "hello"]
+    assert (os.waitstatus_to_exitcode(status), ours) == (rc, [lines[0], "read hello", *lines[1:]])
+
+
+def _reap(pid: int) -> int:
+    """The child's wait status; killed first if it has not ended within 30 s."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    return os.waitpid(pid, 0)[1]
