@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from plurm.nodeagent import pmix_server
-from plurm.nodeagent.stepd_pmi import Send, kill_on_srun_word
+from plurm.nodeagent.pmi_abort import Send, kill_on_srun_word
 
 KEY_PREFIX = "pmix."
 
