@@ -150,6 +150,21 @@ def test_prolog_none_and_missing_programs(cl: Cluster) -> None:
             (0, [line for line in want if line == "task"], srun_lines("\n".join(want)))
 
 
+@pytest.mark.slow
+def test_srun_prolog_and_epilog_of_slurm_conf(cl: Cluster, scripts: Path) -> None:
+    # SrunProlog/SrunEpilog (slurm.conf, read by srun itself) unless --prolog/--epilog say otherwise
+    saved = cl.conf.read_text()
+    try:
+        cl.conf.write_text(saved + f"SrunProlog={scripts}/pro.sh\nSrunEpilog={scripts}/epi.sh\n")
+        done = cl.run("srun", "-N1", "echo", "task", check=True)
+        assert done.stdout.splitlines() == ["prolog stdout", "task", "epilog stdout"]
+        none = cl.run("srun", "-N1", "--prolog=none", "--epilog=none", "echo", "task", check=True)
+        assert none.stdout.splitlines() == ["task"]
+    finally:
+        cl.conf.write_text(saved)
+    assert [line.split()[0] for line in (scripts / "log").read_text().splitlines()] == ["PROLOG", "EPILOG"]
+
+
 EXACT = ("srun -n1 --exact sleep 4 & sleep 1; srun -n1 --exact echo second; srun -n2 --exact echo third; wait; "
          "sacct -j \\$SLURM_JOB_ID -n -P --format=jobid,alloccpus,ntasks,state")
 # No race on a loaded host: the first step holds its CPUs until told, and says when it runs;
