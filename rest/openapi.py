@@ -31,17 +31,27 @@ def _refs(node: object, out: set[str]) -> None:
             _refs(value, out)
 
 
-def _drop_empty_required(node: object) -> None:
-    """Slurm's generator writes ``"required": []``, which OpenAPI 3.0 forbids (at least one
-    entry): removed, so that validators and client generators read the document."""
+def _fix_required(node: object) -> None:
+    """Two habits of Slurm's generator that OpenAPI 3.0 readers stumble on, mended: ``"required":
+    []`` (3.0 wants at least one entry) is removed, and a sub-object's required fields listed
+    in its parent as ``"error/code"`` (a property of that name, which no answer has) move into
+    the sub-object's own ``required``."""
     if isinstance(node, dict):
+        req = node.get("required")
+        if isinstance(req, list) and any(isinstance(r, str) and "/" in r for r in req):
+            node["required"] = [r for r in req if "/" not in r]
+            for r in req:
+                head, slash, rest = r.partition("/")
+                sub = node.get("properties", {}).get(head)
+                if slash and isinstance(sub, dict) and "$ref" not in sub and "/" not in rest:
+                    sub.setdefault("required", []).append(rest)
         if node.get("required") == []:
             del node["required"]
         for value in node.values():
-            _drop_empty_required(value)
+            _fix_required(value)
     elif isinstance(node, list):
         for value in node:
-            _drop_empty_required(value)
+            _fix_required(value)
 
 
 def trimmed(version: str, implemented: list[tuple[str, str]]) -> dict:
@@ -66,11 +76,11 @@ def trimmed(version: str, implemented: list[tuple[str, str]]) -> dict:
             wanted.add(ref)
             todo.append(ref)
     out = {k: spec[k] for k in ("openapi", "info", "servers", "security", "tags") if k in spec}
-    _drop_empty_required(paths)
+    _fix_required(paths)
     out["paths"] = paths
     out["components"] = {"schemas": {name: schemas[name] for name in sorted(wanted) if name in schemas},
                          "securitySchemes": spec["components"].get("securitySchemes", {})}
-    _drop_empty_required(out["components"])
+    _fix_required(out["components"])
     return out
 
 
