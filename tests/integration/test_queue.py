@@ -25,12 +25,13 @@ def test_scancel_one_array_task_and_squeue_folding(cluster: Cluster, workdir: Pa
 
 
 def test_dependencies(cluster: Cluster, workdir: Path) -> None:
-    first = cluster.sbatch("--wrap", "sleep 1", cwd=workdir)
+    first = cluster.sbatch("-H", "--wrap", "sleep 1", cwd=workdir)  # held: still there when after_ok is looked at
     fails = cluster.sbatch("--wrap", "exit 1", cwd=workdir)
     after_ok = cluster.sbatch(f"--dependency=afterok:{first}", "--wrap", "true", cwd=workdir)
     after_not_ok = cluster.sbatch(f"--dependency=afternotok:{fails}", "--wrap", "true", cwd=workdir)
     never = cluster.sbatch(f"--dependency=afterok:{fails}", "--wrap", "true", cwd=workdir)
-    assert cluster.job(after_ok)["reason"] == "Dependency"
+    wait_for(lambda: cluster.job(after_ok).get("reason") == "Dependency", what="after_ok to wait for its dependency")
+    cluster.run("scontrol", "release", str(first), check=True)
     cluster.wait_state(after_ok, "COMPLETED")
     cluster.wait_state(after_not_ok, "COMPLETED")
     wait_for(lambda: cluster.job(never).get("reason") == "DependencyNeverSatisfied", what="never satisfied")
