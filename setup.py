@@ -149,6 +149,7 @@ setup(
             "jsonschema>=4.18",
             "openapi-schema-validator>=0.6",
             "openapi-spec-validator>=0.7",  # plurmrestd's /openapi.json is a valid document (tests/rest)
+            "schemathesis>=4",  # requests generated from plurmrestd's document (tests/rest, -m slow)
         ],
         # The client libraries, for users who drive plurm with them (also in "test").
         "clients": ["submitit==1.5.4", "dask-jobqueue==0.9.0", "dask[distributed]==2026.8.0"],

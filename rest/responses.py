@@ -24,8 +24,10 @@ log = logging.getLogger("plurmrestd")
 AUTH_ERROR = 1011  # SLURM_PROTOCOL_AUTHENTICATION_ERROR: "Protocol authentication error"
 ERRNO = {"InvalidJobId": values.ESLURM_INVALID_JOB_ID, "InvalidNodeName": values.ESLURM_INVALID_NODE_NAME,
          "InvalidPartitionName": values.ESLURM_INVALID_PARTITION_NAME, "AccessDenied": 2002,
-         "InvalidUserId": 2002, "AuthenticationError": AUTH_ERROR, "ConnectError": 1007, "Timeout": 5004}
-NOT_FOUND_CODES = frozenset({"InvalidJobId", "InvalidNodeName", "InvalidPartitionName", "NotFound"})
+         "InvalidUserId": 2002, "AuthenticationError": AUTH_ERROR, "ConnectError": 1007, "Timeout": 5004,
+         "InvalidReservation": 2050}
+NOT_FOUND_CODES = frozenset({"InvalidJobId", "InvalidNodeName", "InvalidPartitionName", "InvalidReservation",
+                             "NotFound"})
 
 
 def meta(request: web.Request, version: str, cluster: str) -> dict:

@@ -25,11 +25,14 @@ from aiohttp import web
 
 from plurm.rest import openapi, responses
 from plurm.rest.ctld import Caller, Controller
-from plurm.rest.routes import ROUTES, Ctx, RestError
+from plurm.rest.routes import ROUTES as BASE_ROUTES
+from plurm.rest.routes import Ctx, RestError
+from plurm.rest.routes_more import MORE_ROUTES
 
 log = logging.getLogger("plurmrestd")
 
 VERSIONS = ["v0.0.43", "v0.0.44"]
+ROUTES = BASE_ROUTES + MORE_ROUTES
 DEFAULT_LISTEN = "127.0.0.1:6820"  # slurmrestd's customary port
 MAX_BODY = 16 * 1024 * 1024  # a job script larger than this is refused (413)
 

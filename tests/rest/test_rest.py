@@ -281,6 +281,30 @@ def test_submit_get_list_signal_cancel(rest: Rest) -> None:
     _wait_job_state(rest, token, job_id, "CANCELLED")
 
 
+def test_update_then_release_a_held_job(rest: Rest) -> None:
+    token = rest.token()
+    desc = {"job": {"script": "#!/bin/sh\nsleep 300\n", "hold": True, "name": "held",
+                    "current_working_directory": str(rest.work), "standard_output": "/dev/null"}}
+    status, body = call(rest.url, "POST", "/slurm/v0.0.44/job/submit", token, ME, body=desc)
+    assert status == 200, body
+    job_id = body["job_id"]
+    update = {"time_limit": {"set": True, "number": 7}, "name": "renamed", "comment": "via rest", "mcs_label": "x"}
+    for version in VERSIONS:
+        status, body = call(rest.url, "POST", f"/slurm/{version}/job/{job_id}", token, ME, body=update)
+        assert status == 200, body
+        validate(body, version, "POST", "job/{job_id}")
+        assert [(r["job_id"], r["error_code"]) for r in body["results"]] == [(job_id, 0)], body
+        assert any("mcs_label" in w["description"] for w in body["warnings"])
+    job = _job(rest, token, job_id)
+    assert (job["name"], job["comment"], job["time_limit"]["number"]) == ("renamed", "via rest", 7)
+    assert job["job_state"][0] == "PENDING"
+    status, body = call(rest.url, "POST", f"/slurm/v0.0.44/job/{job_id}", token, ME, body={"hold": False})
+    assert status == 200, body
+    _wait_job_state(rest, token, job_id, "RUNNING")
+    call(rest.url, "DELETE", f"/slurm/v0.0.44/job/{job_id}", token, ME)
+    _wait_job_state(rest, token, job_id, "CANCELLED")
+
+
 @pytest.mark.parametrize("payload, words", [
     (b"{not json", "Unable to parse request body"),
     ({"job": {"name": "x"}}, "Batch script is empty"),
@@ -311,7 +335,9 @@ def test_fields_not_acted_on_are_warnings(rest: Rest) -> None:
 # ----------------------------------------------------------------------------- every path
 
 GET_PATHS = [("ping/", "ping"), ("diag/", "diag"), ("nodes/", "nodes"), ("node/{node_name}", "node/n1"),
-             ("partitions/", "partitions"), ("reservations/", "reservations"), ("licenses/", "licenses")]
+             ("partitions/", "partitions"), ("partition/{partition_name}", "partition/debug"),
+             ("reservations/", "reservations"), ("reservation/{reservation_name}", "reservation/later"),
+             ("licenses/", "licenses"), ("shares", "shares")]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -328,6 +354,9 @@ def test_every_get_path_answers_its_schema(rest: Rest, version: str) -> None:
     assert [n["name"] for n in answers["nodes"]["nodes"]] == ["n1", "n2"]
     assert [n["name"] for n in answers["node/n1"]["nodes"]] == ["n1"]
     assert [p["name"] for p in answers["partitions"]["partitions"]] == ["debug"]
+    assert [p["name"] for p in answers["partition/debug"]["partitions"]] == ["debug"]
+    assert [r["name"] for r in answers["reservation/later"]["reservations"]] == ["later"]
+    assert isinstance(answers["shares"]["shares"]["shares"], list)
     assert [(r["name"], r["node_list"]) for r in answers["reservations"]["reservations"]] == [("later", "n2")]
     assert [(lic["LicenseName"], lic["Total"]) for lic in answers["licenses"]["licenses"]] == [("fluent", 3)]
     assert answers["diag"]["statistics"]["jobs_submitted"] >= 0
@@ -339,8 +368,12 @@ def test_unknown_objects_are_404_in_their_schema(rest: Rest, version: str) -> No
     token = rest.token()
     for method, spec_path, path, number in [("GET", "job/{job_id}", "job/999999", 2017),
                                             ("GET", "node/{node_name}", "node/nosuch", 2009),
+                                            ("GET", "partition/{partition_name}", "partition/nosuch", 2000),
+                                            ("GET", "reservation/{reservation_name}", "reservation/nosuch", 2050),
+                                            ("POST", "job/{job_id}", "job/999999", 2017),
                                             ("DELETE", "job/{job_id}", "job/999999", 2017)]:
-        status, body = call(rest.url, method, f"/slurm/{version}/{path}", token, ME)
+        status, body = call(rest.url, method, f"/slurm/{version}/{path}", token, ME,
+                            body={"comment": "x"} if method == "POST" else None)
         assert status == 404, (path, body)
         validate(body, version, method, spec_path)
         assert body["errors"][0]["error_number"] == number, body["errors"]
@@ -356,9 +389,11 @@ def test_openapi_document_holds_exactly_the_implemented_paths(rest: Rest) -> Non
     validate_spec(doc)
     expected = {f"/slurm/{v}/{p}" for v in VERSIONS for p in
                 ["ping/", "diag/", "jobs/", "job/{job_id}", "job/submit", "nodes/", "node/{node_name}",
-                 "partitions/", "reservations/", "licenses/"]}
+                 "partitions/", "reservations/", "licenses/", "partition/{partition_name}",
+                 "reservation/{reservation_name}", "shares"]}
     assert set(doc["paths"]) == expected
-    assert set(doc["paths"]["/slurm/v0.0.44/job/{job_id}"]) == {"get", "delete"}
+    assert set(doc["paths"]["/slurm/v0.0.44/job/{job_id}"]) == {"get", "delete", "post"}
+    assert set(doc["paths"]["/slurm/v0.0.43/reservation/{reservation_name}"]) == {"get"}
     assert call(rest.url, "GET", "/openapi/v3")[1] == doc
     assert json.dumps(doc).count("v0.0.45") == 0
 
@@ -395,4 +430,4 @@ def test_schemathesis_over_the_implemented_paths(rest: Rest) -> None:
 
         run()
         checked.append(f"{operation.method.upper()} {operation.path}")
-    assert len(checked) == 20, checked  # 10 paths and methods x 2 versions
+    assert len(checked) == 26, checked  # 13 paths and methods (no POST) x 2 versions
