@@ -1,5 +1,6 @@
-"""More ``/slurm/vX/`` paths: one partition, one reservation, fair-share (``shares``), and
-``POST job/{job_id}`` (update), on the same controller messages as scontrol and sshare.
+"""More ``/slurm/vX/`` paths: one partition, one reservation, fair-share (``shares``),
+``POST job/{job_id}`` (update), ``POST node/{name}`` (drain, resume ...) and ``DELETE jobs/``
+(cancel or signal many), on the same controller messages as scontrol, scancel and sshare.
 
 ``POST job/{job_id}`` takes a ``job_desc_msg`` with the fields ``scontrol update JobId=``
 changes (time_limit, partition, priority, nice, name, comment, nodes/minimum_nodes, tasks)
@@ -128,6 +129,80 @@ async def update_job(ctx: Ctx) -> Result:
     return {"results": results}, warnings
 
 
+# update_node_msg states -> scontrol update NodeName= State= (the ones plurm's nodes take)
+_NODE_STATES = {"DRAIN": "DRAIN", "RESUME": "RESUME", "DOWN": "DOWN", "IDLE": "IDLE", "UNDRAIN": "UNDRAIN",
+                "REBOOT_CANCELED": "CANCEL_REBOOT"}
+
+
+async def update_node(ctx: Ctx) -> Result:
+    """``POST node/{name}``: ``state`` (one of DRAIN, RESUME, DOWN, IDLE, UNDRAIN,
+    REBOOT_CANCELED) and ``reason``, as ``scontrol update NodeName= State= Reason=``."""
+    name = ctx.request.match_info["node_name"]
+    try:
+        desc = await ctx.request.json()
+    except ValueError as exc:
+        raise RestError(f"Unable to parse request body: {exc}", "BadRequest", "node/update", 400) from None
+    if not isinstance(desc, dict):
+        raise RestError("the request body must be an update_node_msg object", "BadRequest", "node/update", 400)
+    states = desc.get("state") or []
+    states = [states] if isinstance(states, str) else states
+    if not isinstance(states, list) or len(states) > 1 or any(s not in _NODE_STATES for s in states):
+        raise RestError(f"Invalid node state specified: {states!r} (one of {', '.join(_NODE_STATES)})",
+                        "BadRequest", "node/update", 400)
+    reason = desc.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise RestError("reason: expected a string", "BadRequest", "node/update", 400)
+    body: dict = {"nodes": [name]}
+    if states:
+        body["state"] = _NODE_STATES[states[0]]
+    if reason:
+        body["reason"] = reason
+    await ctx.ask("update_node", body, "slurm_update_node")
+    ignored = sorted(k for k in desc if k not in ("state", "reason") and desc[k] not in (None, "", [], {}))
+    return {}, [{"description": f"update_node_msg field {k} is not updated by plurm (ignored)",
+                 "source": "node/update"} for k in ignored]
+
+
+async def delete_jobs(ctx: Ctx) -> Result:
+    """``DELETE jobs/``: a ``kill_jobs_msg`` (jobs, signal, flags, job_name, user_name,
+    partition, job_state), as ``scancel`` with the same filters."""
+    from plurm.rest.responses import ERRNO
+    from plurm.rest.routes import _signal_number
+
+    try:
+        desc = await ctx.request.json()
+    except ValueError as exc:
+        raise RestError(f"Unable to parse request body: {exc}", "BadRequest", "jobs/delete", 400) from None
+    if not isinstance(desc, dict):
+        raise RestError("the request body must be a kill_jobs_msg object", "BadRequest", "jobs/delete", 400)
+    jobs = [str(j) for j in desc.get("jobs") or []]
+    body: dict = {"job_ids": jobs}
+    if desc.get("user_name"):
+        body["user"] = str(desc["user_name"])
+    if desc.get("job_name"):
+        body["names"] = [str(desc["job_name"])]
+    if desc.get("partition"):
+        body["partitions"] = [str(desc["partition"])]
+    if desc.get("job_state"):
+        body["states"] = [str(s) for s in desc["job_state"]]
+    flags = [str(f).upper() for f in desc.get("flags") or []]
+    body["batch_only"], body["full"] = "BATCH_JOB" in flags, "FULL_JOB" in flags
+    signal = desc.get("signal")
+    number = _signal_number(str(signal)) if signal not in (None, "") else None
+    if number is not None and number != 9:
+        body["signal"] = number
+    if not (jobs or body.get("user") or body.get("names") or body.get("partitions") or body.get("states")):
+        raise RestError("No job identification provided", "BadRequest", "jobs/delete", 400)
+    reply = await ctx.ask("cancel_job", body, "slurm_kill_jobs")
+    status = []
+    for result in reply.get("results", []):
+        error = result.get("error") or ""
+        job_id = result.get("job_id") or str(result.get("job", "0")).split("_", 1)[0]
+        status.append(objects.kill_status(int(job_id) if str(job_id).isdigit() else 0, error,
+                                          ERRNO.get(result.get("code", ""), -1) if error else 0))
+    return {"status": status}, []
+
+
 def _shares_empty() -> dict:
     return {"shares": {"shares": [], "total_shares": 0}}
 
@@ -139,4 +214,6 @@ MORE_ROUTES: list[tuple[str, str, Handler, Callable[[], dict]]] = [
     ("GET", "reservation/{reservation_name}", get_reservation,
      lambda: {"reservations": [], "last_update": v.number(None)}),
     ("GET", "shares", get_shares, _shares_empty),
+    ("POST", "node/{node_name}", update_node, dict),
+    ("DELETE", "jobs/", delete_jobs, lambda: {"status": []}),
 ]

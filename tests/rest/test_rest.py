@@ -305,6 +305,42 @@ def test_update_then_release_a_held_job(rest: Rest) -> None:
     _wait_job_state(rest, token, job_id, "CANCELLED")
 
 
+def test_drain_and_resume_a_node(rest: Rest) -> None:
+    token = rest.token()
+    for version, state, reason, shown in [("v0.0.44", "DRAIN", "k8s took it", "DRAIN"),
+                                          ("v0.0.43", "RESUME", None, "IDLE")]:
+        update = {"state": [state], **({"reason": reason} if reason else {})}
+        status, body = call(rest.url, "POST", f"/slurm/{version}/node/n2", token, ME, body=update)
+        assert status == 200, body
+        validate(body, version, "POST", "node/{node_name}")
+        status, node = call(rest.url, "GET", f"/slurm/{version}/node/n2", token, ME)
+        assert shown in node["nodes"][0]["state"], node["nodes"][0]["state"]
+        if reason:
+            assert node["nodes"][0]["reason"] == reason
+    nobody = rest.token("username=nobody")  # not an administrator: refused, nothing changed
+    status, body = call(rest.url, "POST", "/slurm/v0.0.44/node/n2", nobody, "nobody", body={"state": ["DRAIN"],
+                                                                                              "reason": "no"})
+    assert status != 200 and body["errors"], body
+    status, node = call(rest.url, "GET", "/slurm/v0.0.44/node/n2", token, ME)
+    assert "DRAIN" not in node["nodes"][0]["state"]
+    status, body = call(rest.url, "POST", "/slurm/v0.0.44/node/n2", token, ME, body={"state": ["FUTURE"]})
+    assert status == 400, body
+
+
+def test_delete_jobs_cancels_each_named_job(rest: Rest) -> None:
+    token = rest.token()
+    desc = {"job": {"script": "#!/bin/sh\ntrue\n", "hold": True, "current_working_directory": "/tmp"}}
+    ids = [call(rest.url, "POST", "/slurm/v0.0.44/job/submit", token, ME, body=desc)[1]["job_id"] for _ in range(2)]
+    status, body = call(rest.url, "DELETE", "/slurm/v0.0.44/jobs/", token, ME, body={"jobs": [str(i) for i in ids]})
+    assert status == 200, body
+    validate(body, "v0.0.44", "DELETE", "jobs/")
+    assert sorted(s["job_id"]["number"] for s in body["status"]) == sorted(ids), body
+    for job_id in ids:
+        assert _job(rest, token, job_id)["job_state"][0] == "CANCELLED"
+    status, body = call(rest.url, "DELETE", "/slurm/v0.0.43/jobs/", token, ME, body={})
+    assert status == 400, body
+
+
 @pytest.mark.parametrize("payload, words", [
     (b"{not json", "Unable to parse request body"),
     ({"job": {"name": "x"}}, "Batch script is empty"),
@@ -394,6 +430,8 @@ def test_openapi_document_holds_exactly_the_implemented_paths(rest: Rest) -> Non
     assert set(doc["paths"]) == expected
     assert set(doc["paths"]["/slurm/v0.0.44/job/{job_id}"]) == {"get", "delete", "post"}
     assert set(doc["paths"]["/slurm/v0.0.43/reservation/{reservation_name}"]) == {"get"}
+    assert set(doc["paths"]["/slurm/v0.0.44/node/{node_name}"]) == {"get", "post"}
+    assert set(doc["paths"]["/slurm/v0.0.44/jobs/"]) == {"get", "delete"}
     assert call(rest.url, "GET", "/openapi/v3")[1] == doc
     assert json.dumps(doc).count("v0.0.45") == 0
 
@@ -430,4 +468,4 @@ def test_schemathesis_over_the_implemented_paths(rest: Rest) -> None:
 
         run()
         checked.append(f"{operation.method.upper()} {operation.path}")
-    assert len(checked) == 26, checked  # 13 paths and methods (no POST) x 2 versions
+    assert len(checked) == 28, checked  # 14 paths and methods (no POST) x 2 versions
