@@ -107,6 +107,7 @@ def settings_from_conf(conf: Any, slurm_user: str = "root") -> CoreSettings:
         return_to_service=_int_in(conf.get("ReturnToService"), (0, 1, 2), 0),
         resume_timeout=float(conf.get("ResumeTimeout") or 60),
         reboot_program=(conf.get("RebootProgram") or "").strip(),
+        mpi_params=(conf.get("MpiParams") or "").strip(),
     )
 
 

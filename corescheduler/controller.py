@@ -395,6 +395,10 @@ class Controller(FailoverShell):
     def on_step_create(self, header: dict, msg: protocol.StepCreate, ident: bytes) -> Any:
         who = self._who(header)
         step = self.service.step_create(msg, who, time.time())
+        if step.get("no_allocate"):  # srun -Z: no job; the operator's own tasks on the whole nodes
+            step["credential"] = stepcred.issue(self.auth, step["job_id"], step["step_id"], who.uid, who.gid,
+                                                list(step["nodes"]), job=step.pop("allocation"))
+            return step
         job = self.core.jobs[msg.job_id]  # the job's owner runs its tasks, whoever asked
         # With the job's allocation: the limits of its cgroup on a node where it has no batch run.
         allocation = {"nodes": list(job.nodes), "cpus": list(job.cpus), "mem": list(job.mem),

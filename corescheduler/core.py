@@ -100,6 +100,7 @@ class CoreSettings:
     reboot_program: str = ""  # RebootProgram: without it only a local cluster's nodes reboot (core_reboot.py)
     job_requeue: bool = True  # JobRequeue: a batch job without --requeue/--no-requeue may be requeued
     return_to_service: int = 0  # ReturnToService: when a DOWN node comes back by itself (core_nodes.py)
+    mpi_params: str = ""  # MpiParams (ports=P1-P2: the steps' reserved ports, step_resources.py)
 
 
 class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signals, NodeAdmin, NodeReconfig,
@@ -453,6 +454,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         for job, _ in candidates:
             if job.state == model.PENDING and before.pop(job.job_id, job.reason) != job.reason:
                 self._save(job)
+        self.refuse_immediate(now)  # salloc/srun -I: not started in this pass, failed (core_immediate.py)
         return out
 
     def _split_array_task(self, meta: Job, task_id: int) -> Job:

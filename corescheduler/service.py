@@ -100,7 +100,8 @@ class Service:
             jobs = [j for j in jobs if j.state in model.ACTIVE_STATES or j.completing]
         if msg.states:
             states = set(msg.states)
-            jobs = [j for j in jobs if j.state in states or (j.completing and "COMPLETING" in states)]
+            jobs = [j for j in jobs if j.state in states or (j.completing and "COMPLETING" in states)
+                    or (j.configuring and j.state == model.RUNNING and "CONFIGURING" in states)]  # (core_reboot.py)
         if msg.users:
             users = set(msg.users)
             jobs = [j for j in jobs if j.spec.user in users or str(j.spec.user_id) in users]
@@ -262,8 +263,14 @@ class Service:
         return {"steps": steps, "jobs": [by_id[i] for i in sorted({s.job_id for s in steps})]}
 
     def step_create(self, msg: protocol.StepCreate, who: Identity, now: float) -> dict[str, Any]:
+        if msg.no_allocate:  # srun -Z: root and SlurmUser only (srun(1)), Slurm's words for the others
+            if who is None or not who.operator:
+                raise RequestError("Access/permission denied", "AccessDenied")
+            return self.core.step_no_allocate(who, now, msg.ntasks, msg.nodelist, msg.cpus_per_task)
         return self.core.step_create(msg.job_id, who, now, msg.name, msg.ntasks, msg.nodes_min,
-                                     msg.cpus_per_task, msg.nodelist, overcommit=msg.overcommit)
+                                     msg.cpus_per_task, msg.nodelist, overcommit=msg.overcommit,
+                                     relative=msg.relative, exact=msg.exact, whole=msg.whole, overlap=msg.overlap,
+                                     resv_ports=msg.resv_ports, interactive=msg.interactive)
 
     def step_complete(self, msg: protocol.StepComplete, who: Identity, now: float) -> dict[str, Any]:
         job = self.core.jobs.get(msg.job_id)
@@ -536,6 +543,8 @@ def parse_job_changes(fields: dict[str, str]) -> JobChanges:
             changes.ntasks = _int("NumTasks", value, 1)
         elif lowered == "licenses":  # (checked by the core against the pool, its length too: core_licenses.py)
             changes.licenses = value
+        elif lowered == "reservation":  # (checked by the core: core_resv.reservation_change)
+            changes.reservation = value
         else:
             raise RequestError(f"Update of {key} is not supported", "InvalidUpdate")
     return changes

@@ -33,7 +33,8 @@ _ENTITIES = ("aliases", "assoc_mgr", "bbstat", "burstbuffer", "config", "daemons
 # scontrol update JobId=... keys that the controller applies, by their lower-case name.
 _JOB_KEYS = {"timelimit": "TimeLimit", "partition": "Partition", "priority": "Priority", "nice": "Nice",
              "jobname": "JobName", "name": "JobName", "comment": "Comment", "numnodes": "NumNodes",
-             "minnodes": "NumNodes", "reqnodes": "NumNodes", "numtasks": "NumTasks", "reqprocs": "NumTasks"}
+             "minnodes": "NumNodes", "reqnodes": "NumNodes", "numtasks": "NumTasks", "reqprocs": "NumTasks",
+             "reservation": "Reservation"}
 
 
 class _Exit(Exception):
@@ -525,6 +526,8 @@ class Scontrol:
     def cmd_update(self, args: list[str]) -> None:
         if args and args[0].lower() in ("reservation", "reservations"):  # "update reservation Name=..."
             args = args[1:]
+        if len(args) > 1 and args[0].lower() == "job" and "=" not in args[1]:  # "update job 12 K=V" (22.05 too)
+            args = [f"JobId={args[1]}", *args[2:]]
         pairs: list[tuple[str, str]] = []
         for arg in args:
             key, sep, value = arg.partition("=")
@@ -537,7 +540,7 @@ class Scontrol:
             self.error("scontrol: error: too few arguments for keyword:update")
             return
         first = pairs[0][0].lower()
-        if first in ("jobid", "job"):
+        if first in ("jobid", "job") or first == "reservation" and "jobid" in {k.lower() for k, _ in pairs}:
             self._update_job(pairs)
         elif first in ("nodename", "node"):
             self._update_node(pairs)

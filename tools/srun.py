@@ -22,6 +22,8 @@ from plurm.tools import srun_pmi
 from plurm.tools.srun_io import IoPlan, ranges
 from plurm.tools.srun_wait import task_line
 from plurm.tools.srun_usage import StepUsage
+from plurm.tools import srun_launch
+from plurm.tools.srun_bindopts import _bind_help, _binding, _binding_notes, _distribution_word
 from plurm.common.stepd_texts import oom_message
 
 
@@ -77,15 +79,37 @@ class Step:
         self.aborted_at: float | None = None
         self.aborted_clock = ""  # the wall-clock time of the abort, for the cancel line
         self.winch = False
+        self.fanout = 60  # -T/--threads: nodes launched on at once (tools/srun_step.py)
+        self.msg_timeout = 10.0  # --msg-timeout, MessageTimeout: a node's answer to the launch
+        self.preserve_env = False  # -E: SLURM_NNODES, SLURM_NTASKS as srun's environment has them
 
-    def launch(self) -> None:
+    def node_environment(self, node: str, io_host: str = "", port: int = 0) -> dict[str, str]:
+        """srun's environment as the step's tasks on ``node`` start from."""
         from plurm.common.environment import step_environment
 
         settings = self.conn.settings
         # SLURM_WORKING_CLUSTER names the controller as slurm.conf does (SlurmctldHost's name).
         where = {"cluster": settings.cluster_name, "conf_path": settings.conf,
                  "ctld_host": settings.host_names[0], "ctld_port": settings.port}
+        env = step_environment(self.environ, self.job, node, srun_host=io_host, srun_port=port,
+                               distribution=_distribution_word(self.binding.get("distribution")), **where)
+        if self.step.get("resv_ports"):  # --resv-ports, MpiParams=ports (corescheduler/step_resources.py)
+            env["SLURM_STEP_RESV_PORTS"] = self.step["resv_ports"]
+        if self.preserve_env:  # -E (22.05.8: the job's node count too, and SLURM_NPROCS with SLURM_NTASKS)
+            from plurm.common.environment import PRESERVE_ENV_MARK
+
+            kept = [n for n in ("SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_NPROCS")
+                    if n in self.environ]
+            env.update({n: self.environ[n] for n in kept})
+            env[PRESERVE_ENV_MARK] = ",".join(kept)
+        return env
+
+    def launch(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
         from plurm.common.taskbind import distribution_env, option_env, parse_distribution, rank_layout
+
+        settings = self.conn.settings
 
         # -m: which ranks each node runs (block: consecutive; cyclic, plane=N: dealt out)
         layout = rank_layout(parse_distribution(self.binding.get("distribution")), self.step["tasks"])
@@ -93,13 +117,13 @@ class Step:
         nodelist = self.step["nodes"]
         io_host = "127.0.0.1" if all(a["addr"] in ("127.0.0.1", "localhost") for a in self.step["addrs"]) \
             else os.uname().nodename
+        requests: list[tuple[dict[str, Any], dict[str, Any]]] = []
         for node_id, (addr, count) in enumerate(zip(self.step["addrs"], self.step["tasks"])):
             task_ids = layout[node_id]
             for t in task_ids:
                 self.task_node[t] = addr["name"]
                 self.rank_node[t] = node_id
-            env = step_environment(self.environ, self.job, addr["name"], srun_host=io_host, srun_port=self.port,
-                                   distribution=_distribution_word(self.binding.get("distribution")), **where)
+            env = self.node_environment(addr["name"], io_host, self.port)
             env.update(option_env(self.binding.get("cpu_bind"), self.binding.get("mem_bind")))
             if str(self.binding.get("distribution") or "").lower().startswith("plane="):
                 env.update(distribution_env(self.binding["distribution"]))  # SLURM_DIST_PLANESIZE
@@ -116,7 +140,10 @@ class Step:
                 "io": self.io.node_io(self.names), "binding": self.binding,
                 "mpi": self.mpi, "pmi_mapping": pmi_mapping, "launch": self.node_options,
             }
-            node_conn = Connection(settings, host=addr["addr"], port=addr["port"], timeout=10.0)
+            requests.append((addr, body))
+
+        def send(addr: dict[str, Any], body: dict[str, Any]) -> None:
+            node_conn = Connection(settings, host=addr["addr"], port=addr["port"], timeout=self.msg_timeout)
             try:
                 node_conn.request("launch_tasks", body)
             except ClientError as exc:
@@ -125,10 +152,15 @@ class Step:
             finally:
                 node_conn.close()
 
+        # -T/--threads: at most that many launch requests in flight (srun's fan-out; 60 by default)
+        with ThreadPoolExecutor(max_workers=max(1, min(self.fanout, len(requests) or 1))) as pool:
+            for future in [pool.submit(send, addr, body) for addr, body in requests]:
+                future.result()
+
     def _pmi_mapping(self, layout: list[list[int]]) -> str:
         from plurm.tools.srun_pmi import process_mapping
 
-        return process_mapping(layout) if self.mpi == "pmi2" else ""
+        return process_mapping(layout) if self.mpi != "none" else ""  # (pmi2's, and pmix's layout)
 
     def _node_gres(self, node: str) -> dict[str, list[int]]:
         nodes = self.job.get("nodes", [])
@@ -268,6 +300,8 @@ class Step:
                         self.usage.add(self.task_node.get(body["task"], "?"), body["task"], body)
                     elif kind == "task_ended" and isinstance(body.get("task"), int):  # as it happened (-W)
                         self.ended[body["task"]] = (int(body.get("exit_code") or 0), int(body.get("signal") or 0))
+                    elif kind == "srun_words":  # a node's words for srun to say (tools/srun_launch.py)
+                        srun_launch.say(self, body)
                     elif kind == "node_done":
                         self.nodes_done += 1
                     elif kind.startswith("pmi_") and self.pmi is not None:
@@ -296,7 +330,7 @@ class Step:
                 last_check = now
                 from plurm.tools.allocation import job_record
 
-                job = job_record(self.conn, self.job["job_id"])
+                job = self.job if self.job.get("no_allocate") else job_record(self.conn, self.job["job_id"])  # (-Z)
                 if job is None or job.get("state") not in ("RUNNING", "SUSPENDED"):
                     gone_since = gone_since or now
                     if now - gone_since > 5.0:
@@ -339,51 +373,6 @@ class Step:
         self.ctx.term()
 
 
-def _distribution_word(text: str | None) -> str | None:
-    """SLURM_DISTRIBUTION as 22.05.8 sets it: the -m value, plane=N as "plane"."""
-    import re
-
-    return re.sub(r"^plane=\d+", "plane", text, flags=re.IGNORECASE) if text else text
-
-
-def _binding_notes(options: dict[str, Any], conf: str) -> list[str]:
-    """srun's own words on a binding the cluster cannot do (22.05.8, TaskPlugin=task/none)."""
-    from plurm.wire.client import conf_value
-
-    if not options.get("cpu-bind"):
-        return []
-    plugins = [p.strip().lower() for p in (conf_value(conf, "TaskPlugin") or "task/none").split(",")]
-    return [] if "task/affinity" in plugins or "affinity" in plugins else \
-        ["srun: cluster configuration lacks support for cpu binding"]
-
-
-def _bind_help(options: dict[str, Any]) -> int | None:
-    """22.05.8's answers to --mem-bind=help (its help, exit 255) and --cpu-bind=help (without
-    task/affinity: not supported; with it: its help; exit 1), on stdout."""
-    words = {w.strip().lower() for key in ("cpu-bind", "mem-bind") for w in str(options.get(key) or "").split(",")}
-    if "help" not in words:
-        return None
-    from plurm.tools.frontend import _text
-    from plurm.wire.client import conf_path
-
-    if "help" in {w.strip().lower() for w in str(options.get("cpu-bind") or "").split(",")}:
-        if _binding_notes({"cpu-bind": "help"}, conf_path()):
-            print("CPU bind options not supported with current configuration")
-            return 1
-        sys.stdout.write(_text("help_cpu_bind.txt"))
-        return 1
-    sys.stdout.write(_text("help_mem_bind.txt"))
-    return 255
-
-
-def _binding(options: dict[str, Any], step_info: dict[str, Any]) -> dict[str, Any]:
-    """What the nodes need to place the tasks (nodeagent/stepbind.py)."""
-    binding = {"cpu_bind": options.get("cpu-bind"), "mem_bind": options.get("mem-bind"),
-               "gpu_bind": options.get("gpu-bind"), "distribution": options.get("distribution"),
-               "cpus_per_task": step_info.get("cpus_per_task") or options.get("cpus-per-task")}
-    return {k: v for k, v in binding.items() if isinstance(v, (str, int)) and not isinstance(v, bool)}
-
-
 def _step_name(given: bool, options: dict[str, Any], command: list[str], own_allocation: bool) -> str:
     """A step is named after its command, unless -J is on srun's own command line
     (``given``: inside a batch job SLURM_JOB_NAME is set, and names the job, not its
@@ -418,6 +407,20 @@ def main(argv: list[str] | None = None) -> int:
         return helped
     if not req.command:
         print("srun: fatal: No command given to execute.", file=sys.stderr)
+        return 1
+    early = srun_launch.check(options, req.command)  # --accel-bind, --send-libs, --multi-prog's file, ...
+    if early is not None:
+        return early
+    from plurm.tools import srun_step
+
+    try:  # --exact with --whole, -r with -w/-x, -T above 60, -Z without -w (tools/srun_step.py, srun_noalloc.py)
+        from plurm.tools.srun_noalloc import check as check_no_allocate
+
+        check_no_allocate(options)
+        for line in srun_step.check_options(options):
+            print(line, file=sys.stderr)
+    except srun_step.StepOptionError as exc:
+        print("\n".join(exc.lines), file=sys.stderr)
         return 1
     from plurm.tools.options_rest import RefusedOption, check_clusters, check_x11, job_variables
 
@@ -463,47 +466,41 @@ def main(argv: list[str] | None = None) -> int:
 
     for line in spec_resources_notice("srun", options):  # -S, --thread-spec (area: topology)
         print(line, file=sys.stderr)
-    try:
-        if own_allocation:
-            spec = build_spec(options, default_name=os.path.basename(req.command[0]), environ=environ, batch=False,
-                              raw_options=req.raw_options)
-            job = allocate(conn, spec, "srun", quiet=bool(options.get("quiet")))
-        else:
-            job = job_record(conn, int(str(job_id_text).split("_")[0]))
-            if job is None or job.get("state") != "RUNNING":
-                print(f"srun: error: Unable to confirm allocation for job {job_id_text}: Invalid job id specified",
-                      file=sys.stderr)
-                print(f"srun: Check SLURM_JOB_ID environment variable. Expired or invalid job {job_id_text}",
-                      file=sys.stderr)
-                return 1
-    except KeyboardInterrupt:  # before the controller gave a job id: nothing to cancel
-        return 1
-    except AllocationError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    job_id = job["job_id"]
-    ntasks = options.get("ntasks")
-    nodes = options.get("nodes")
-    nodes_min = nodes[0] if isinstance(nodes, (list, tuple)) else nodes if isinstance(nodes, int) else None
-    nodelist = options.get("nodelist") or []
-    if isinstance(ntasks, int) and nodes_min and ntasks < nodes_min:
-        print(f"srun: Warning: can't run {ntasks} processes on {nodes_min} nodes, setting nnodes to {ntasks}",
-              file=sys.stderr)
-        nodes_min = ntasks
-    try:
-        step_info = conn.request("step_create", {
-            "job_id": job_id, "name": _step_name("job-name" in req.cmdline_keys, options, req.command,
-                                                  own_allocation),
-            "ntasks": ntasks,
-            "nodes_min": nodes_min if not own_allocation else None,
-            "cpus_per_task": options.get("cpus-per-task"), "nodelist": list(nodelist) if not own_allocation else [],
-            "overcommit": options.get("overcommit") is True,  # -O (or SLURM_OVERCOMMIT=1 from a -O job)
-        })
-    except ClientError as exc:
-        print(f"srun: error: Unable to create step for job {job_id}: {exc}", file=sys.stderr)
-        if own_allocation:
-            release(conn, job_id, 1)
-        return 1
+    if options.get("no-allocate"):  # -Z: no job, the -w nodes (tools/srun_noalloc.py)
+        from plurm.tools import srun_noalloc
+
+        made = srun_noalloc.create(conn, options, req.command, _step_name(True, options, req.command, True))
+        if isinstance(made, int):
+            return made
+        (job, step_info), own_allocation = made, False
+        job_id = job["job_id"]
+    else:
+        try:
+            if own_allocation:
+                srun_step.check_relative(options, req.cmdline_keys, environ, True, None)
+                spec = build_spec(options, default_name=os.path.basename(req.command[0]), environ=environ, batch=False,
+                                  raw_options=req.raw_options)
+                job = allocate(conn, spec, "srun", quiet=bool(options.get("quiet")))
+            else:
+                job = job_record(conn, int(str(job_id_text).split("_")[0]))
+                if job is None or job.get("state") != "RUNNING":
+                    print(f"srun: error: Unable to confirm allocation for job {job_id_text}: Invalid job id specified",
+                          file=sys.stderr)
+                    print(f"srun: Check SLURM_JOB_ID environment variable. Expired or invalid job {job_id_text}",
+                          file=sys.stderr)
+                    return 1
+                srun_step.check_relative(options, req.cmdline_keys, environ, False, job)  # -r (22.05.8's words)
+        except KeyboardInterrupt:  # before the controller gave a job id: nothing to cancel
+            return 1
+        except (AllocationError, srun_step.StepOptionError) as exc:
+            print("\n".join(getattr(exc, "lines", [str(exc)])), file=sys.stderr)
+            return 1
+        job_id = job["job_id"]
+        made_step = srun_step.make(conn, options, job, own_allocation, _step_name(
+            "job-name" in req.cmdline_keys, options, req.command, own_allocation))
+        if made_step is None:
+            return 1
+        step_info = made_step
     from plurm.tools.srun_io import IoError, RawTerminal, plan
 
     spec_of = job.get("spec") or {}
@@ -531,26 +528,37 @@ def main(argv: list[str] | None = None) -> int:
     step.quit_on_interrupt = bool(options.get("quit-on-interrupt"))
     step.binding = _binding(options, step_info)
     step.mpi = mpi
-    from plurm.tools.srun_launch import node_options
-
-    step.node_options = node_options(options)
+    failed = srun_launch.prepare(step, options, req.command)  # LaunchTasks.launch (tools/srun_launch.py)
+    if failed is not None:
+        srun_launch.abandon(conn, job_id, step_info["step_id"], own_allocation)
+        return failed
     step.pmi = srun_pmi.relay_for(mpi, len(step_info["nodes"]), step._to_node)
+    step.fanout = srun_step.fanout(options, len(step_info["nodes"]))  # -T
+    step.msg_timeout = srun_step.msg_timeout(options, conn.settings.conf)  # --msg-timeout
+    step.preserve_env = bool(options.get("preserve-env"))  # -E
+    from plurm.tools import srun_scripts
+
+    prolog_failed = srun_scripts.prolog(step, options, conn.settings.conf)  # --prolog, SrunProlog
     previous = signal.signal(signal.SIGINT, lambda *_: step.on_interrupt())
     signal.signal(signal.SIGTERM, lambda *_: step.signal(signal.SIGTERM))
     if io.pty:
         signal.signal(signal.SIGWINCH, lambda *_: setattr(step, "winch", True))
     code, sig = 1, 0
     try:
-        with RawTerminal() if io.pty else contextlib.nullcontext():
-            step.launch()
-            step.relay()
-        code, sig = step.result()
+        if prolog_failed is None:
+            with RawTerminal() if io.pty else contextlib.nullcontext():
+                step.launch()
+                step.relay()
+            code, sig = step.result()
+        else:
+            code, sig = 0, prolog_failed - 128  # (the step never started: cancelled as 22.05's, SIGKILL)
     except ClientError as exc:
         print(f"srun: error: {exc}", file=sys.stderr)
     finally:
         signal.signal(signal.SIGINT, previous)
         step.close()
         io.close()
+        srun_scripts.epilog(step, options, conn.settings.conf)  # --epilog, SrunEpilog
         oom_kills = step.usage.oom_kills()
         try:
             conn.request("step_complete", {"job_id": job_id, "step_id": step_info["step_id"], "exit_code": code,

@@ -117,6 +117,14 @@ class StepCreate(Msg):
     cpus_per_task: int | None = None
     nodelist: list[str] = []
     overcommit: bool = False  # srun -O: more tasks than the allocation's CPUs (issue 14, timeprio)
+    # srun's own step options (issue 14, srun-client; corescheduler/core_nodes.py step_create)
+    relative: int | None = None  # -r: the step starts at this node of the job
+    exact: bool = False  # --exact: only the tasks' CPUs, steps share nodes
+    whole: bool = False  # --whole: whole nodes of the job, waiting for them
+    overlap: bool = False  # --overlap: holds nothing, waits for nothing
+    resv_ports: int | None = None  # --resv-ports=N (None: MpiParams=ports' default count)
+    interactive: bool = False  # --interactive: salloc's interactive step
+    no_allocate: bool = False  # -Z: an operator's step on ``nodelist``, no job (job_id unused)
 
 
 class StepComplete(Msg):
