@@ -79,6 +79,12 @@ def _cluster(args: argparse.Namespace) -> int:
     for name in cluster.node_names():
         pid = cluster._alive(f"plurmd-{name}", NODED_MODULE)
         print(f"plurmd -N {name}: {'running, pid ' + str(pid) if pid else 'stopped'}")
+    from plurm.tools.localrest import REST_MODULE, url_file
+
+    rest = cluster._alive("plurmrestd", REST_MODULE)
+    if rest and os.path.exists(url_file(cluster)):
+        with open(url_file(cluster)) as handle:
+            print(f"plurmrestd: running, pid {rest}, {handle.read().strip()}")
     print(f"export SLURM_CONF={cluster.conf_path}")
     return 0
 
