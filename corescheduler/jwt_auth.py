@@ -165,7 +165,10 @@ def with_tokens(primary: AuthPlugin, conf: Any, daemon_uids: frozenset[int]) -> 
     cannot be used is logged and tokens stay off (every token request is refused)."""
     if not enabled(conf):
         return primary
-    path = parse_auth_info(conf.get("AuthAltParameters")).get("jwt_key")
+    params = parse_auth_info(conf.get("AuthAltParameters"))
+    path = params.get("jwt_key")
+    for other in sorted(set(params) - {"jwt_key"}):  # (jwks=, disable_token_creation, ...: not yet)
+        log.warning("AuthAltParameters=%s is not supported by plurm's auth/jwt: ignored", other)
     if not path:
         log.error("AuthAltTypes=auth/jwt without AuthAltParameters=jwt_key=<file>: tokens are refused")
         return primary
