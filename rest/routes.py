@@ -55,6 +55,15 @@ class Ctx:
     def query(self, name: str) -> str | None:
         return self.request.query.get(name)
 
+    async def body(self, source: str) -> Any:
+        """The request's JSON body; RestError 400 (413 past the size limit) when unreadable."""
+        try:
+            return await self.request.json()
+        except web.HTTPRequestEntityTooLarge as exc:
+            raise RestError(f"Request body too large: {exc.reason}", "BadRequest", source, 413) from None
+        except (ValueError, RecursionError, UnicodeDecodeError) as exc:
+            raise RestError(f"Unable to parse request body: {exc}", "BadRequest", source, 400) from None
+
 
 Result = tuple[dict, list[dict]]  # (the response's objects, warnings)
 Handler = Callable[[Ctx], Awaitable[Result]]
@@ -147,10 +156,7 @@ async def delete_job(ctx: Ctx) -> Result:
 
 
 async def submit_job(ctx: Ctx) -> Result:
-    try:
-        payload = await ctx.request.json()
-    except ValueError as exc:
-        raise RestError(f"Unable to parse request body: {exc}", "BadRequest", "job/submit", 400) from None
+    payload = await ctx.body("job/submit")
     try:
         body, notes = submit_body(payload, ctx.caller.user_name)
     except JobDescError as exc:

@@ -99,10 +99,7 @@ async def update_job(ctx: Ctx) -> Result:
     from plurm.rest.responses import ERRNO
 
     job_id = _job_id(ctx)
-    try:
-        desc = await ctx.request.json()
-    except ValueError as exc:
-        raise RestError(f"Unable to parse request body: {exc}", "BadRequest", "job/update", 400) from None
+    desc = await ctx.body("job/update")
     try:
         fields, notes = update_fields(desc)
     except JobDescError as exc:
@@ -138,10 +135,7 @@ async def update_node(ctx: Ctx) -> Result:
     """``POST node/{name}``: ``state`` (one of DRAIN, RESUME, DOWN, IDLE, UNDRAIN,
     REBOOT_CANCELED) and ``reason``, as ``scontrol update NodeName= State= Reason=``."""
     name = ctx.request.match_info["node_name"]
-    try:
-        desc = await ctx.request.json()
-    except ValueError as exc:
-        raise RestError(f"Unable to parse request body: {exc}", "BadRequest", "node/update", 400) from None
+    desc = await ctx.body("node/update")
     if not isinstance(desc, dict):
         raise RestError("the request body must be an update_node_msg object", "BadRequest", "node/update", 400)
     states = desc.get("state") or []
@@ -169,10 +163,7 @@ async def delete_jobs(ctx: Ctx) -> Result:
     from plurm.rest.responses import ERRNO
     from plurm.rest.routes import _signal_number
 
-    try:
-        desc = await ctx.request.json()
-    except ValueError as exc:
-        raise RestError(f"Unable to parse request body: {exc}", "BadRequest", "jobs/delete", 400) from None
+    desc = await ctx.body("jobs/delete")
     if not isinstance(desc, dict):
         raise RestError("the request body must be a kill_jobs_msg object", "BadRequest", "jobs/delete", 400)
     jobs = [str(j) for j in desc.get("jobs") or []]

@@ -357,6 +357,16 @@ def test_bad_submissions_are_refused_with_the_reason(rest: Rest, payload, words:
     assert words in body["errors"][0]["description"], body["errors"]
 
 
+@pytest.mark.parametrize("raw, status", [(b"[" * 100000, 400), (b"[1, 2]", 400), (b"\xff\xfe", 400),
+                                         (b"x" * (17 * 1024 * 1024), 413)])
+def test_hostile_bodies_get_an_error_not_a_crash(rest: Rest, raw: bytes, status: int) -> None:
+    token = rest.token()
+    for path in ("job/submit", "job/46001", "node/n1"):
+        got, body = call(rest.url, "POST", f"/slurm/v0.0.44/{path}", token, ME, raw=raw)
+        assert got == status and body["errors"], (path, got, body)
+    assert call(rest.url, "GET", "/slurm/v0.0.44/ping", token, ME)[0] == 200  # (and it carries on)
+
+
 def test_fields_not_acted_on_are_warnings(rest: Rest) -> None:
     token = rest.token()
     desc = {"job": {"script": "#!/bin/sh\ntrue\n", "hold": True, "mcs_label": "x",
