@@ -42,7 +42,7 @@ REST = {
     "clusters": "acts (one cluster)", "cluster-constraint": _AS_SLURM + "no federation)",
     "network": _AS_SLURM + "no switch plugin)", "power": _AS_SLURM + "no power plugin)",
     "context": _AS_SLURM + "no SELinux)", "batch": _AS_SLURM + "no node_features)",
-    "reboot": "partly", "x11": "refused (as Slurm without a display; plurm forwards no X11)",
+    "reboot": "acts (operators only)", "x11": "refused (as Slurm without a display; plurm forwards no X11)",
 }
 NOTES = {
     "cpu-freq": "SLURM_CPU_FREQ_REQ in the job, `CPU_min_freq`/`CPU_max_freq`/`Governor` in scontrol show job; "
@@ -60,8 +60,12 @@ NOTES = {
     "power": "`Power=LEVEL`; another word: \"Ignoring unrecognized power option\" (sbatch twice, as 22.05)",
     "context": "kept, no effect", "batch": "refused at submission: \"Job --batch option is invalid or not a subset "
                                           "of --constraints\"",
-    "reboot": "`Reboot=1` and whole nodes (`OverSubscribe=NO`) as 22.05 shows; plurm does not reboot the nodes "
-              "before the job (not compared: a reboot of the anchor's shared nodes was not run)",
+    "reboot": "the job is CONFIGURING until its nodes registered again (RebootProgram; on a local cluster plurmd "
+              "restarts), nodes ALLOCATED+NOT_RESPONDING+POWERING_UP (sinfo `alloc#`); past ResumeTimeout DOWN "
+              "\"reboot timed out\" and the job requeued or NODE_FAIL; srun waits, salloc does not; others than "
+              "operators refused as 22.05; ignored where no node can reboot (tests/integration/test_reboot_job.py)",
+    "mpi": "`pmi2` (PMI-1 and PMI-2 on PMI_FD: MPICH) and `pmix`/`pmix_v4` through the host's libpmix (Open MPI; "
+           "no direct modex, spawn or partial fences); `list`; others refused with 22.05's words",
     "x11": "22.05's refusals: no DISPLAY, no local socket, no xauth cookie (exit 255); past them plurm refuses too",
     "wait": "sbatch waits for the job and exits with its code",
     # area: binding (tests/integration/test_binding.py against reference/binding/)
@@ -86,15 +90,47 @@ NOTES = {
 OWN = {
     "jobid": ("acts", "a step in an existing allocation"),
     "disable-status": ("acts", "one Ctrl-C goes to the tasks at once (`srun: sending Ctrl-C to StepId=...`)"),
-    "unbuffered": ("acts", "plurm's srun writes its tasks' output as it arrives, with or without -u "
-                           "(22.05 holds whole lines without -u)"),
+    "unbuffered": ("acts", "output as it arrives; without -u srun holds each task's lines whole, as 22.05 "
+                           "(an unfinished line at most 64 KiB, then written as it is)"),
     "quit-on-interrupt": ("acts", "the first Ctrl-C ends the step, with 22.05's lines; its tasks are reported"),
     "bell": ("acts", "the terminal bell when granted (stdout a terminal only)"),
     "no-bell": ("acts", "no bell, even after a wait of more than 10 s"),
     "no-shell": ("acts", "salloc leaves the allocation RUNNING and runs no command, as 22.05"),
     "kill-on-bad-exit": ("acts", "the step ends when a task ends badly, with 22.05's lines and exit 143 "
                                  "(tools/srun_wait.py); slurm.conf's KillOnBadExit is not read"),
-    "interactive": ("no effect yet", "salloc's interactive step passes `--overlap` instead"),
+    # area: srun-client (tools/srun_step.py, srun_scripts.py, srun_noalloc.py; corescheduler/step_resources.py)
+    "preserve-env": ("acts", "the tasks keep SLURM_NNODES/SLURM_JOB_NUM_NODES/SLURM_NTASKS/SLURM_NPROCS from srun's "
+                             "environment"),
+    "relative": ("acts", "the step starts at node N of the job; 22.05's refusals (with -w/-x, outside an allocation, "
+                         "out of range)"),
+    "no-allocate": ("acts", "root and SlurmUser: the tasks on the -w nodes with no job; others 22.05's refusal"),
+    "prolog": ("acts", "run by srun before the step (SrunProlog by default, `none`); a failure aborts the step"),
+    "epilog": ("acts", "run by srun after the step (SrunEpilog by default, `none`)"),
+    "msg-timeout": ("acts", "the timeout of each launch request (MessageTimeout by default)"),
+    "threads": ("acts", "at most N launch requests in flight (up to 60 by default; over 60 22.05's warning)"),
+    "exact": ("acts", "the step holds only its tasks' CPUs, steps share nodes and wait with 22.05's lines"),
+    "whole": ("acts", "the step waits for whole nodes of the job"),
+    "interactive": ("acts", "salloc's interactive step: step id 4294967290, one task, holds nothing"),
+    "resv-ports": ("acts", "with MpiParams=ports=P1-P2: SLURM_STEP_RESV_PORTS, no port shared by two running steps "
+                           "(the first port dealt differs from 22.05's)"),
+    "debugger-test": ("no effect yet", "22.05 starts the tasks stopped and reports their pids; plurmstepd cannot "
+                                       "start them stopped yet"),
+    # area: srun-node (tools/srun_launch.py, srun_bcast.py, common/multiprog.py, nodeagent/stepd_launch.py, bcast.py)
+    "task-prolog": ("acts", "in each task's shell as its owner after TaskProlog; `export`/`unset`/`print` act"),
+    "task-epilog": ("acts", "after each task as its owner, then TaskEpilog; killed after 10 s"),
+    "multi-prog": ("acts", "ranks, `*`, `%t`/`%o`, single quotes; 22.05's errors; the file at most 1 MiB"),
+    "bcast": ("acts", "the executable copied to each node (`slurm_bcast_<job>.<step>_<node>`, BcastParameters "
+                      "DestDir=), written as its owner; at most 8 MiB with libraries"),
+    "bcast-exclude": ("acts", "BcastExclude, then 22.05's default library directories; `NONE`"),
+    "compress": ("acts", "`lz4`/`none` accepted, others 22.05's refusal (the wire always uses zlib)"),
+    "send-libs": ("acts", "the executable's libraries in `<copy>_libs`, first on LD_LIBRARY_PATH"),
+    "slurmd-debug": ("acts", "plurmstepd's lines for the step at level N+2 on srun's stderr"),
+    "accel-bind": ("partly", "`g` as --gpu-bind=closest; `n` no effect (no NIC data); `v` prints nothing, as 22.05"),
+    # area: immediate (corescheduler/core_immediate.py, tools/allocation.py, salloc_watch.py)
+    "immediate": ("acts", "-I: the controller fails a job its next pass did not start (22.05's causes); -I<secs>: "
+                          "the command waits, then cancels; salloc exits SLURM_EXIT_IMMEDIATE"),
+    "kill-command": ("acts", "on scancel or time limit, 22.05's revoke lines and the signal (SIGTERM by default, "
+                             "as 22.05.8 sends) to the command's process group"),
 }
 NOT_YET = "no effect yet"
 # Of jobspec._NO_EFFECT, those that do act (elsewhere than a JobSpec field).

@@ -26,6 +26,8 @@ from plurm.tools import srun_launch
 from plurm.tools.srun_bindopts import _bind_help, _binding, _binding_notes, _distribution_word
 from plurm.common.stepd_texts import oom_message
 
+LINE_HOLD_MAX = 64 * 1024  # a task's unfinished line srun holds at most (then writes it as it is)
+
 
 class Step:
     """One running step: launch on every node, relay output, collect exits."""
@@ -49,6 +51,7 @@ class Step:
         self.argv = argv
         self.environ = environ
         self.label = label
+        self.unbuffered = False  # -u or --pty: output as it arrives, not held to whole lines
         self.cpus_per_task: int | None = None
         # --cpu-bind, --mem-bind, --gpu-bind, -m, -c as given (LaunchTasks.binding; common/taskbind.py)
         self.binding: dict[str, Any] = {}
@@ -172,20 +175,26 @@ class Step:
         if not plan.wants(task):
             return
         out = plan.handle or (sys.stdout.buffer if stream == 1 else sys.stderr.buffer)
-        if not self.label:
+        if self.unbuffered and not self.label:  # -u, --pty: as it arrives
             out.write(data)
             out.flush()
             return
+        # Whole lines per task, as 22.05 without -u: two tasks' partial writes never mix in a line.
         key = (task, stream)
         buf = self.partial.pop(key, b"") + data
-        lines = buf.split(b"\n")
-        rest = lines.pop()
-        prefix = f"{task:>{self.width}}: ".encode()
-        for line in lines:
-            out.write(prefix + line + b"\n")
-        if rest and final:
-            out.write(prefix + rest + b"\n")
-        elif rest:
+        cut = buf.rfind(b"\n") + 1
+        whole, rest = buf[:cut], buf[cut:]
+        if final or len(rest) > LINE_HOLD_MAX:  # (a task's last words, or a line too long to hold)
+            whole, rest = buf, b""
+        if self.label:
+            prefix = f"{task:>{self.width}}: ".encode()
+            lines = whole.split(b"\n")
+            if not lines[-1]:
+                lines.pop()
+            out.write(b"".join(prefix + line + b"\n" for line in lines))
+        else:
+            out.write(whole)
+        if rest:
             self.partial[key] = rest
         out.flush()
 
@@ -369,6 +378,8 @@ class Step:
         return worst_code, worst_sig
 
     def close(self) -> None:
+        for task, stream in list(self.partial):  # (unfinished lines of tasks whose end never came)
+            self._emit(task, stream, b"", final=True)
         self.sock.close()
         self.ctx.term()
 
@@ -494,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         except (AllocationError, srun_step.StepOptionError) as exc:
             print("\n".join(getattr(exc, "lines", [str(exc)])), file=sys.stderr)
-            return 1
+            return getattr(exc, "exit_code", 1)  # (-I: SLURM_EXIT_IMMEDIATE's)
         job_id = job["job_id"]
         made_step = srun_step.make(conn, options, job, own_allocation, _step_name(
             "job-name" in req.cmdline_keys, options, req.command, own_allocation))
@@ -525,6 +536,7 @@ def main(argv: list[str] | None = None) -> int:
     step.wait_s = options.get("wait") or 0  # -W/--wait=<seconds> (tools/srun_wait.py)
     step.kill_bad = options.get("kill-on-bad-exit") not in (None, False, 0, "0")  # -K
     step.disable_status = bool(options.get("disable-status"))  # -X
+    step.unbuffered = bool(options.get("unbuffered")) or io.pty  # -u
     step.quit_on_interrupt = bool(options.get("quit-on-interrupt"))
     step.binding = _binding(options, step_info)
     step.mpi = mpi

@@ -91,6 +91,8 @@ def test_immediate_is_refused_by_the_controller_when_the_nodes_are_busy(
     check_case(c, "immediate", "srun -I true", ["srun", "-I", "true"], tmp_path)
     check_case(c, "immediate", "SLURM_EXIT_IMMEDIATE=7 salloc -I true", ["salloc", "-I", "true"], tmp_path,
                env={"SLURM_EXIT_IMMEDIATE": "7"})
+    srun = c.run("srun", "-I", "true", cwd=tmp_path, env={"SLURM_EXIT_IMMEDIATE": "7"})  # (22.05.8: rc 7 too)
+    assert (srun.returncode, srun.stderr) == (7, "srun: error: Unable to allocate resources: Requested nodes are busy\n")
     # The job stays, FAILED with BadConstraints and exit code 1 (22.05's squeue and sacct).
     squeue = c.run("squeue", "-h", "-t", "all", "-j", str(refused["job_id"]), "-o", "%j %t %r", check=True)
     assert squeue.stdout == "interactive F BadConstraints\n"

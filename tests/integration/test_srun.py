@@ -48,3 +48,30 @@ def test_salloc_runs_a_command_in_an_allocation(cluster: Cluster, workdir: Path)
     assert proc.stdout.split() == ["2", "2"]
     assert proc.stderr.startswith("salloc: Granted job allocation ")
     assert "salloc: Relinquishing job allocation" in proc.stderr
+
+
+HALF_LINES = """import os, time
+rank = os.environ["SLURM_PROCID"]
+for i in range(150):
+    os.write(1, f"rank {rank} line {i} ".encode())
+    time.sleep(0.001)
+    os.write(1, b"end\\n")
+os.write(1, f"rank {rank} last words".encode())
+"""
+
+
+def test_srun_holds_each_tasks_lines_whole_unless_unbuffered(cluster: Cluster, workdir: Path) -> None:
+    """Without -u, as 22.05: two tasks writing halves of lines at once never share a line, and a
+    task's unfinished last line is written when it ends; with -u the halves go out as they come."""
+    write_script(workdir, "halves.py", HALF_LINES)
+    proc = cluster.run("srun", "-n2", "python3", "halves.py", cwd=workdir, check=True)
+    lines = proc.stdout.splitlines()
+    whole = sorted(f"rank {r} line {i} end" for r in (0, 1) for i in range(150))
+    assert sorted(line for line in lines if "last" not in line) == whole
+    last = "".join(line for line in lines if "last" in line)  # (no newline: the two may meet)
+    assert sorted(last.replace("words", "words\n").split()) == sorted("rank 0 last words rank 1 last words".split())
+    labelled = cluster.run("srun", "-n2", "-l", "python3", "halves.py", cwd=workdir, check=True).stdout
+    assert sorted(labelled.splitlines()) == sorted([f"{r}: rank {r} line {i} end" for r in (0, 1) for i in range(150)]
+                                                   + ["0: rank 0 last words", "1: rank 1 last words"])
+    raw = cluster.run("srun", "-n1", "-u", "python3", "halves.py", cwd=workdir, check=True).stdout
+    assert raw == "".join(f"rank 0 line {i} end\n" for i in range(150)) + "rank 0 last words"
