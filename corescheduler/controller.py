@@ -41,6 +41,7 @@ from plurm.wire.client import daemon_uids, key_path_for
 from plurm.corescheduler.configure import core_from_conf, decay_half_life
 from plurm.corescheduler.dependency import dependency_targets
 from plurm.corescheduler.directory import Directory
+from plurm.corescheduler import jwt_auth
 from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.failover_shell import FailoverShell
@@ -75,6 +76,7 @@ class Controller(FailoverShell):
         self.auth = authtype.load(self.conf.get("AuthType"), key_path_for(self.conf_path), self.conf.get("AuthInfo"))
         self.daemon_uids = daemon_uids([u for u in (self.conf.get("SlurmUser"), self.conf.get("SlurmdUser")) if u]
                                        + [str(os.getuid())])
+        self.auth = jwt_auth.with_tokens(self.auth, self.conf, self.daemon_uids)  # AuthAltTypes=auth/jwt
         self.node_routes: dict[str, bytes] = {}  # node -> routing id its daemon last spoke from
         self.log_limit = RateLimitedLog(log)
         # Which SlurmctldHost entry this is, the store (SQLite or PostgreSQL) and the lease that
@@ -126,6 +128,7 @@ class Controller(FailoverShell):
             "share_info": self.on_share_info,
             "config": self.on_config,
             "ping": self.on_ping,
+            "auth_token": self.on_auth_token,
             "takeover": self.on_takeover,
             "node_register": self.on_node_register,
             "node_ping": self.on_node_ping,
@@ -288,6 +291,9 @@ class Controller(FailoverShell):
 
     def _refusal(self, msg_type: str, sender: auth.Verified) -> tuple[str, str] | None:
         """Why ``sender`` may not send ``msg_type`` at all (None: the handler decides)."""
+        token_refusal = jwt_auth.refusal(sender, msg_type, NODE_MESSAGES)  # a bad or misused JWT
+        if token_refusal is not None:
+            return token_refusal
         if msg_type in NODE_MESSAGES:
             if sender.uid not in self.daemon_uids:
                 return "Access/permission denied: node messages come from node daemons only", "AccessDenied"
@@ -429,6 +435,9 @@ class Controller(FailoverShell):
     def on_share_info(self, header: dict, msg: protocol.ShareInfoRequest, ident: bytes) -> Any:
         enforce = {w.strip().lower() for w in (self.conf.get("AccountingStorageEnforce") or "").split(",")}
         return self.service.share_info(time.time(), self._who(header), run_mins=bool(enforce & {"limits", "safe"}))
+
+    def on_auth_token(self, header: dict, msg: protocol.AuthTokenRequest, ident: bytes) -> Any:
+        return jwt_auth.token_reply(self.auth, msg.lifespan, msg.username, self._who(header), time.time())
 
     def on_config(self, header: dict, msg: protocol.ConfigRequest, ident: bytes) -> Any:
         return {"options": self.conf.options, "path": self.conf_path, "cluster": self.core.cluster_name}

@@ -19,7 +19,7 @@ import time
 
 from plurm.common.cli import OptionError, Table, iter_getopt, try_help
 from plurm.grammar.lazyre import lazy
-from plurm.tools import scontrol_jobctl, scontrol_resv
+from plurm.tools import scontrol_jobctl, scontrol_resv, scontrol_token
 
 PROG = "scontrol"
 
@@ -85,6 +85,7 @@ class Scontrol:
             "reboot": self.cmd_reboot, "reboot_nodes": self.cmd_reboot,
             "cancel_reboot": self.cmd_cancel_reboot, "reconfigure": self.cmd_reconfigure,
             "listpids": self.cmd_listpids,
+            "token": lambda rest: scontrol_token.token(self, rest),
             "create": lambda rest: scontrol_resv.create(self, rest),
             "delete": lambda rest: scontrol_resv.delete(self, rest),
         }

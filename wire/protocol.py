@@ -209,6 +209,13 @@ class Ping(Msg):
     pass
 
 
+class AuthTokenRequest(Msg):
+    """scontrol token: a JWT for the sender (root and SlurmUser: for ``username``)."""
+
+    lifespan: int | None = None  # seconds; None: the controller's default
+    username: str | None = None
+
+
 class Takeover(Msg):
     """scontrol takeover, to a backup controller: ask the active one for control."""
 
@@ -457,6 +464,7 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "acctmgr": AcctMgr,
     "share_info": ShareInfoRequest,
     "ping": Ping,
+    "auth_token": AuthTokenRequest,
     "takeover": Takeover,
     "node_register": NodeRegister,
     "node_ping": NodePing,
