@@ -52,7 +52,8 @@ def diag(jobs: list[dict], now: float, started: float) -> dict:
 def licenses(records: list[dict], now: float) -> dict:
     """``licenses`` and ``last_update`` of the licenses response."""
     return {"licenses": [{"LicenseName": r["name"], "Total": int(r["total"]), "Used": int(r["used"]),
-                          "Free": int(r["free"]), "Remote": bool(r.get("remote")), "Reserved": int(r.get("reserved", 0)),
+                          "Free": int(r["free"]), "Remote": bool(r.get("remote")),
+                          "Reserved": int(r.get("reserved", 0)),
                           "LastConsumed": 0, "LastDeficit": 0, "LastUpdate": int(now)} for r in records],
             "last_update": v.seconds(now)}
 

@@ -31,6 +31,11 @@ def _refs(node: object, out: set[str]) -> None:
             _refs(value, out)
 
 
+def full_path(version: str, path: str) -> str:
+    """A route table's path as the spec writes it for ``version``."""
+    return path.replace("{version}", version) if path.startswith("/") else f"/slurm/{version}/{path}"
+
+
 def _fix_required(node: object) -> None:
     """Two habits of Slurm's generator that OpenAPI 3.0 readers stumble on, mended: ``"required":
     []`` (3.0 wants at least one entry) is removed, and a sub-object's required fields listed
@@ -55,11 +60,12 @@ def _fix_required(node: object) -> None:
 
 
 def trimmed(version: str, implemented: list[tuple[str, str]]) -> dict:
-    """The version's document with only ``implemented`` (method, path after /slurm/vX/)."""
+    """The version's document with only ``implemented`` (method, path after /slurm/vX/, or a
+    whole path with ``{version}``: ``/slurmdb/{version}/jobs/``)."""
     spec = load(version)
     paths: dict[str, dict] = {}
     for method, path in implemented:
-        key = f"/slurm/{version}/{path}"
+        key = full_path(version, path)
         op = spec["paths"].get(key, {}).get(method.lower())
         if op is None:
             raise KeyError(f"{method} {key} is not in the {version} spec")

@@ -33,7 +33,7 @@ NOT_FOUND_CODES = frozenset({"InvalidJobId", "InvalidNodeName", "InvalidPartitio
 def meta(request: web.Request, version: str, cluster: str) -> dict:
     user = request.headers.get("X-SLURM-USER-NAME", "")
     return values.meta(version, [request.method, request.path], cluster, user, "",
-                       request.remote or "")
+                       request.remote or "", accounting=request.path.startswith("/slurmdb/"))
 
 
 def dumps(obj: Any) -> str:

@@ -106,7 +106,7 @@ def _jobs_body(reply: dict, jobs: list[dict]) -> dict:
 def _job_id(ctx: Ctx) -> str:
     text = ctx.request.match_info["job_id"]
     head = text.split("_", 1)[0].split("+", 1)[0]
-    if not head.isdigit():
+    if not (head.isascii() and head.isdigit()):
         raise RestError("Invalid job id specified", "InvalidJobId", "job_id", 404)
     return text
 
@@ -124,7 +124,7 @@ def _signal_number(text: str | None) -> int | None:
     """``signal=``: a number or a name (KILL, SIGTERM); None for none given (SIGKILL: cancel)."""
     if text is None or text == "":
         return None
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return int(text)
     name = text.upper()
     name = name if name.startswith("SIG") else "SIG" + name

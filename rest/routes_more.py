@@ -188,8 +188,8 @@ async def delete_jobs(ctx: Ctx) -> Result:
     status = []
     for result in reply.get("results", []):
         error = result.get("error") or ""
-        job_id = result.get("job_id") or str(result.get("job", "0")).split("_", 1)[0]
-        status.append(objects.kill_status(int(job_id) if str(job_id).isdigit() else 0, error,
+        job_id = str(result.get("job_id") or str(result.get("job", "0")).split("_", 1)[0])
+        status.append(objects.kill_status(int(job_id) if job_id.isascii() and job_id.isdigit() else 0, error,
                                           ERRNO.get(result.get("code", ""), -1) if error else 0))
     return {"status": status}, []
 

@@ -27,12 +27,13 @@ from plurm.rest import openapi, responses
 from plurm.rest.ctld import Caller, Controller
 from plurm.rest.routes import ROUTES as BASE_ROUTES
 from plurm.rest.routes import Ctx, RestError
+from plurm.rest.routes_db import DB_ROUTES
 from plurm.rest.routes_more import MORE_ROUTES
 
 log = logging.getLogger("plurmrestd")
 
 VERSIONS = ["v0.0.43", "v0.0.44"]
-ROUTES = BASE_ROUTES + MORE_ROUTES
+ROUTES = BASE_ROUTES + MORE_ROUTES + DB_ROUTES
 DEFAULT_LISTEN = "127.0.0.1:6820"  # slurmrestd's customary port
 MAX_BODY = 16 * 1024 * 1024  # a job script larger than this is refused (413)
 
@@ -96,7 +97,7 @@ def build_app(ctl: Controller) -> web.Application:
     for version in VERSIONS:
         for method, path, handler, empty in ROUTES:
             answer = _wrap(version, handler, empty, ctl, started)
-            full = f"/slurm/{version}/{path}"
+            full = openapi.full_path(version, path)
             app.router.add_route(method, full, answer)
             other = full[:-1] if full.endswith("/") else full + "/"  # (slurmrestd takes both)
             app.router.add_route(method, other, answer)
@@ -131,7 +132,7 @@ def _sites(runner: web.AppRunner, listen: list[str]) -> list[web.BaseSite]:
             sites.append(web.UnixSite(runner, item[5:]))
             continue
         host, sep, port = item.rpartition(":")
-        if not sep or not port.isdigit():
+        if not sep or not (port.isascii() and port.isdigit()):
             raise SystemExit(f"plurmrestd: error: invalid listen address {item!r} (HOST:PORT or unix:/path)")
         sites.append(web.TCPSite(runner, host.strip("[]") or "0.0.0.0", int(port)))
     return sites

@@ -26,7 +26,7 @@ def parse(args: list[str]) -> tuple[int | None, str | None, str | None]:
         key, sep, value = word.partition("=")
         lowered = key.lower()
         if sep and lowered == "lifespan":
-            if not value.isdigit() or int(value) <= 0:
+            if not (value.isascii() and value.isdigit()) or int(value) <= 0:
                 return None, None, f"invalid lifespan: {value}"
             lifespan = int(value)
         elif sep and lowered == "username":

@@ -90,8 +90,10 @@ def _registry(version: str) -> Registry:
 
 
 def response_schema(version: str, method: str, path: str) -> str:
-    """The ``$ref`` of the 200 answer of ``method path`` (path after /slurm/vX/, as the spec)."""
-    op = spec(version)["paths"][f"/slurm/{version}/{path}"][method.lower()]
+    """The ``$ref`` of the 200 answer of ``method path`` (path after /slurm/vX/, as the spec;
+    or a whole path with ``{version}``)."""
+    full = path.replace("{version}", version) if path.startswith("/") else f"/slurm/{version}/{path}"
+    op = spec(version)["paths"][full][method.lower()]
     return op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
 
 
@@ -182,8 +184,9 @@ def test_scontrol_token_errors_are_slurms(rest: Rest) -> None:
     bad = rest.cluster.run("scontrol", "token", "badarg")
     assert (bad.returncode, bad.stdout) == (1, "")
     assert f"stderr: {bad.stderr.strip()}" in reference
-    lifespan = rest.cluster.run("scontrol", "token", "lifespan=abc")
-    assert (lifespan.returncode, lifespan.stdout, lifespan.stderr) == (1, "", "Error fetching token\n")
+    for value in ("abc", "\u00b3", "0"):  # (a superscript digit is no number either)
+        lifespan = rest.cluster.run("scontrol", "token", f"lifespan={value}")
+        assert (lifespan.returncode, lifespan.stdout, lifespan.stderr) == (1, "", "Error fetching token\n")
     assert "stderr: Error fetching token" in reference
 
 
@@ -378,6 +381,31 @@ def test_fields_not_acted_on_are_warnings(rest: Rest) -> None:
     call(rest.url, "DELETE", f"/slurm/v0.0.44/job/{body['job_id']}", token, ME)
 
 
+def test_slurmdb_jobs_are_sacct_s(rest: Rest) -> None:
+    token = rest.token()
+    desc = {"job": {"script": "#!/bin/sh\nexit 3\n", "name": "acct", "current_working_directory": "/tmp",
+                    "standard_output": "/dev/null"}}
+    job_id = call(rest.url, "POST", "/slurm/v0.0.44/job/submit", token, ME, body=desc)[1]["job_id"]
+    _wait_job_state(rest, token, job_id, "FAILED")
+    for version in VERSIONS:
+        status, body = call(rest.url, "GET", f"/slurmdb/{version}/job/{job_id}", token, ME)
+        assert status == 200, body
+        validate(body, version, "GET", "/slurmdb/{version}/job/{job_id}")
+        job = body["jobs"][0]
+        assert (job["job_id"], job["name"], job["state"]["current"], job["exit_code"]["return_code"]["number"]) \
+            == (job_id, "acct", ["FAILED"], 3)
+        assert body["meta"]["plugin"]["accounting_storage"] == "accounting_storage/slurmdbd"
+        status, body = call(rest.url, "GET", f"/slurmdb/{version}/jobs/?state=FAILED&job_name=acct&skip_steps=true"
+                            "&wckey=x", token, ME)
+        assert status == 200, body
+        validate(body, version, "GET", "/slurmdb/{version}/jobs/")
+        assert [j["job_id"] for j in body["jobs"]] == [job_id] and body["jobs"][0]["steps"] == []
+        assert any("wckey" in w["description"] for w in body["warnings"])
+        status, body = call(rest.url, "GET", f"/slurmdb/{version}/job/999999", token, ME)
+        assert status == 404 and body["errors"][0]["error_number"] == 2017, body
+        validate(body, version, "GET", "/slurmdb/{version}/job/{job_id}")
+
+
 # ----------------------------------------------------------------------------- every path
 
 GET_PATHS = [("ping/", "ping"), ("diag/", "diag"), ("nodes/", "nodes"), ("node/{node_name}", "node/n1"),
@@ -423,6 +451,8 @@ def test_unknown_objects_are_404_in_their_schema(rest: Rest, version: str) -> No
         assert status == 404, (path, body)
         validate(body, version, method, spec_path)
         assert body["errors"][0]["error_number"] == number, body["errors"]
+    status, body = call(rest.url, "DELETE", f"/slurm/{version}/job/%C2%B3", token, ME)  # "³": no job id
+    assert status == 404, body
     status, body = call(rest.url, "GET", f"/slurm/{version}/nosuch", token, ME)
     assert status == 404 and body["errors"], body
 
@@ -437,6 +467,7 @@ def test_openapi_document_holds_exactly_the_implemented_paths(rest: Rest) -> Non
                 ["ping/", "diag/", "jobs/", "job/{job_id}", "job/submit", "nodes/", "node/{node_name}",
                  "partitions/", "reservations/", "licenses/", "partition/{partition_name}",
                  "reservation/{reservation_name}", "shares"]}
+    expected |= {f"/slurmdb/{v}/{p}" for v in VERSIONS for p in ["jobs/", "job/{job_id}"]}
     assert set(doc["paths"]) == expected
     assert set(doc["paths"]["/slurm/v0.0.44/job/{job_id}"]) == {"get", "delete", "post"}
     assert set(doc["paths"]["/slurm/v0.0.43/reservation/{reservation_name}"]) == {"get"}
@@ -470,7 +501,7 @@ def test_schemathesis_over_the_implemented_paths(rest: Rest) -> None:
         if operation.method.upper() == "POST":
             continue
 
-        @settings(max_examples=15, deadline=None, database=None,
+        @settings(max_examples=30, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(case=operation.as_strategy())
         def run(case) -> None:
@@ -478,4 +509,4 @@ def test_schemathesis_over_the_implemented_paths(rest: Rest) -> None:
 
         run()
         checked.append(f"{operation.method.upper()} {operation.path}")
-    assert len(checked) == 28, checked  # 14 paths and methods (no POST) x 2 versions
+    assert len(checked) == 32, checked  # 16 paths and methods (no POST) x 2 versions
