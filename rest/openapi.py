@@ -1,5 +1,5 @@
 """``/openapi.json`` (and ``/openapi/v3``): slurmrestd's OpenAPI documents (rest/openapi/*.json,
-Apache-2.0, as Slurm 25.05 and 25.11 generate them) cut to the paths and methods plurmrestd
+Apache-2.0, as Slurm 25.05, 25.11 and 26.05 generate them) cut to the paths and methods plurmrestd
 implements, with the schemas those reach, and the versions merged into one document as
 slurmrestd serves them.  A generated client or schemathesis reads exactly what answers.
 """

@@ -32,7 +32,7 @@ from plurm.rest.routes_more import MORE_ROUTES
 
 log = logging.getLogger("plurmrestd")
 
-VERSIONS = ["v0.0.43", "v0.0.44"]
+VERSIONS = ["v0.0.43", "v0.0.44", "v0.0.45"]
 ROUTES = BASE_ROUTES + MORE_ROUTES + DB_ROUTES
 DEFAULT_LISTEN = "127.0.0.1:6820"  # slurmrestd's customary port
 MAX_BODY = 16 * 1024 * 1024  # a job script larger than this is refused (413)
