@@ -1,7 +1,7 @@
 """The objects of the REST answers that no command prints (so plurm.tools.dataparser has no
 builder for them): controller pings, statistics (diag), licenses, reservations, and the
 status of a signalled job.  Records in (the controller's replies), dicts out, shaped by the
-v0.0.43/v0.0.44 schemas (the tests validate each answer against both).
+v0.0.43, v0.0.44 and v0.0.45 schemas (the tests validate each answer against each).
 """
 
 from __future__ import annotations
