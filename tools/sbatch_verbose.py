@@ -14,7 +14,8 @@ if TYPE_CHECKING:  # annotations only (start-up cost)
     from typing import Any
 
 from plurm.grammar import structvalues as S, values as V
-from plurm.tools.sbatch_cli import SbatchRequest, SrunRequest, full_path, nodes_str
+from plurm.tools.sbatch_cli import SbatchRequest, SrunRequest
+from plurm.tools.sbatch_checks import full_path, nodes_str
 
 _NOT_SHOWN = ("het-group",)   # consumed while splitting srun's components; -v omits it
 # the order 22.05.8's -v lists the events in, whatever order they were given in (observed:
