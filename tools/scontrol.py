@@ -18,14 +18,12 @@ import sys
 import time
 
 from plurm.common.cli import OptionError, Table, iter_getopt, try_help
-from plurm.grammar.lazyre import lazy
-from plurm.tools import scontrol_jobctl, scontrol_resv, scontrol_token
+from plurm.tools import scontrol_jobctl, scontrol_resv, scontrol_show, scontrol_token
 
 PROG = "scontrol"
 
 # How Slurm's parser names the entities of "show"; unique prefixes are accepted.
 # what `show job` takes for a job id (Slurm's scontrol refuses anything else itself)
-_JOB_ID_WORD = lazy(r"[0-9]+(\+[0-9]+|_([0-9]+|\[[0-9,\-%]+\]))?(\.[A-Za-z0-9_+]+)?\Z")
 _ENTITIES = ("aliases", "assoc_mgr", "bbstat", "burstbuffer", "config", "daemons", "dwstat", "federation",
              "frontend", "hostlist", "hostlistsorted", "hostnames", "job", "jobs", "licenses", "node", "nodes",
              "partition", "partitions", "reservation", "reservations", "slurmd", "step", "steps", "topology")
@@ -211,11 +209,11 @@ class Scontrol:
             self.error(f"scontrol: error: {self.output.mime.upper()} output of show {entity} is not supported by plurm")
             return
         if entity in ("job", "jobs"):
-            self.show_jobs(rest)
+            scontrol_show.show_jobs(self, rest)
         elif entity in ("node", "nodes"):
-            self.show_nodes(rest)
+            scontrol_show.show_nodes(self, rest)
         elif entity in ("partition", "partitions"):
-            self.show_partitions(rest)
+            scontrol_show.show_partitions(self, rest)
         elif entity == "config":
             self.show_config(rest)
         elif entity == "hostnames":
@@ -232,164 +230,6 @@ class Scontrol:
             show_licenses(self, rest)
         else:
             self.error(f"scontrol: error: show {entity} is not supported by plurm")
-
-    def _json(self, text_rc: tuple[str, int]) -> None:
-        sys.stdout.write(text_rc[0])
-        self.rc = max(self.rc, text_rc[1])
-
-    def _def_mem_per_cpu(self, jobs: list[dict]) -> int | None:
-        """DefMemPerCPU, asked for only when a job's memory is neither given nor allocated."""
-        need = any(not j.get("mem") and (j.get("spec") or {}).get("mem_per_node") is None
-                   and (j.get("spec") or {}).get("mem_per_cpu") is None for j in jobs)
-        if not need:
-            return None
-        from plurm.wire.client import ClientError
-
-        try:
-            options = self.request("config", {}).get("options", {})
-        except ClientError:
-            return None
-        for key, value in options.items():
-            if key.lower() == "defmempercpu":
-                try:
-                    return int(str(value).rstrip("Mm"))
-                except ValueError:
-                    return None
-        return None
-
-    def show_jobs(self, rest: list[str]) -> None:
-        from plurm.wire.client import ClientError
-        from plurm.tools.showfmt import format_job
-
-        body: dict = {"all_states": True}
-        if rest:
-            body["job_ids"] = [rest[0]]
-        if rest and self.output is None and not _JOB_ID_WORD.match(rest[0]):
-            # not a job id at all: Slurm's scontrol refuses it before it asks
-            self.error("scontrol_print_job error: Invalid job id specified")
-            return
-        try:
-            reply = self.request("job_info", body)
-        except ClientError as exc:
-            if self.output is not None:
-                from plurm.tools.dataparser import show
-
-                sys.stdout.write(show.failed(self.output, self.argv, "jobs", str(exc), "slurm_load_jobs"))
-            if self.quiet and rest:
-                self.rc = 1  # -Q: no message, the exit status only
-                return
-            self.error(f"slurm_load_jobs error: {exc}")
-            return
-        jobs = reply.get("jobs", [])
-        now = reply.get("now") or time.time()
-        if self.output is not None:
-            from plurm.tools.dataparser import show
-
-            jobs.sort(key=lambda j: j["job_id"])
-            self._json(show.show_jobs(self.output, self.argv, reply, jobs, now, bool(rest) and not jobs,
-                                      self._def_mem_per_cpu(jobs)))
-            return
-        if not jobs:
-            if rest and self.quiet:
-                self.rc = 1  # -Q: no message, the exit status only
-            elif rest:
-                self.error("slurm_load_jobs error: Invalid job id specified")
-            else:
-                sys.stdout.write("No jobs in the system\n")
-            return
-        if rest and "_" not in rest[0]:
-            # An array: its pending remainder first, then the tasks newest first (as Slurm).
-            try:
-                base = int(rest[0].split(".")[0])
-            except ValueError:
-                base = -1
-            het = all((j.get("spec") or {}).get("het_job_id") == base for j in jobs)  # a hetjob: N, N+1, ...
-            jobs.sort(key=lambda j: (j["job_id"] != base, j["job_id"] if het else -j["job_id"]))
-        else:
-            jobs.sort(key=lambda j: j["job_id"])
-        def_mem = self._def_mem_per_cpu(jobs)
-        out = [format_job(job, now, self.oneliner, self.details > 0, def_mem) for job in jobs]
-        sys.stdout.write("".join(out))
-
-    def show_nodes(self, rest: list[str]) -> None:
-        from plurm.wire.client import ClientError
-        from plurm.grammar.hostlist import HostlistError, expand
-        from plurm.tools.showfmt import format_node
-
-        body: dict = {}
-        wanted: list[str] = []
-        if rest:
-            try:
-                wanted = expand(rest[0])
-            except HostlistError:
-                wanted = [rest[0]]
-            body["nodes"] = wanted
-        try:
-            reply = self.request("node_info", body)
-        except ClientError as exc:
-            if self.output is not None:
-                from plurm.tools.dataparser import show
-
-                sys.stdout.write(show.failed(self.output, self.argv, "nodes", str(exc), "slurm_load_node"))
-            self.error(f"slurm_load_node error: {exc}")
-            return
-        nodes = {n["name"]: n for n in reply.get("nodes", [])}
-        if self.output is not None:
-            from plurm.tools.dataparser import show
-
-            found = [nodes[n] for n in wanted if n in nodes] if wanted else list(nodes.values())
-            self._json(show.show_nodes(self.output, self.argv, reply, found, reply.get("now") or time.time(),
-                                       bool(wanted) and not found))
-            return
-        if wanted:
-            missing = [n for n in wanted if n not in nodes]
-            if missing and not nodes:
-                sys.stdout.write(f"Node {rest[0]} not found\n")  # on stdout, as Slurm's
-                self.rc = 1
-                return
-            order = [nodes[n] for n in wanted if n in nodes]
-        else:
-            order = list(nodes.values())
-        sys.stdout.write("".join(format_node(n, self.oneliner) for n in order))
-
-    def show_partitions(self, rest: list[str]) -> None:
-        from plurm.wire.client import ClientError
-        from plurm.tools.showfmt import format_partition
-
-        body: dict = {}
-        if rest:
-            body["partitions"] = [rest[0]]
-        try:
-            reply = self.request("node_info", body)
-        except ClientError as exc:
-            if self.output is not None:
-                from plurm.tools.dataparser import show
-
-                sys.stdout.write(show.failed(self.output, self.argv, "partitions", str(exc),
-                                             "slurm_load_partitions"))
-            self.error(f"slurm_load_partitions error: {exc}")
-            return
-        nodes = {n["name"]: n for n in reply.get("nodes", [])}
-        parts = reply.get("partitions", [])
-        if self.output is not None:
-            from plurm.tools.dataparser import show
-
-            found = [p for p in parts if p["name"] == rest[0]] if rest else parts
-            self._json(show.show_partitions(self.output, self.argv, reply, found, reply.get("now") or time.time(),
-                                            bool(rest) and not found))
-            return
-        if rest:
-            parts = [p for p in parts if p["name"] == rest[0]]
-            if not parts:
-                sys.stdout.write(f"Partition {rest[0]} not found\n")  # on stdout, as Slurm's
-                self.rc = 1
-                return
-        elif not self.all:
-            parts = [p for p in parts if not p.get("hidden", False)]
-        if not parts:
-            sys.stdout.write("No partitions in the system\n")
-            return
-        sys.stdout.write("".join(format_partition(p, nodes, self.oneliner) for p in parts))
 
     def show_config(self, rest: list[str]) -> None:
         from plurm.wire.client import ClientError, read_settings
