@@ -18,16 +18,15 @@ import base64
 import ctypes
 import os
 import subprocess
-import sys
 from typing import Any
 
 from plurm.nodeagent import pmix_server
-from plurm.nodeagent.pmi_abort import Send, kill_on_srun_word
+from plurm.nodeagent.pmi_abort import SRUN_KINDS, GlueWords, Send, kill_on_srun_word
 
 KEY_PREFIX = "pmix."
 
 
-class StepPmix:
+class StepPmix(GlueWords):
     """The PMIx server of this step on this node, wired to plurmstepd's loop."""
 
     def __init__(self, msg: dict[str, Any], node_name: str, send: Send) -> None:
@@ -122,23 +121,13 @@ class StepPmix:
         self.aborted = True
         self.send("pmi_abort", {"node_id": self.node_id, "rank": rank, "exit_code": status, "message": message})
 
-    def say(self, text: str) -> None:
-        """slurmstepd's error line: on the step's stderr (the node's first task's) and in the log."""
-        sys.stderr.write(f"plurmstepd {self.job_step}: {text}\n")
-        self.send("task_output", {"task": self.first_rank, "stream": 2,
-                                  "data": f"slurmstepd-{self.node_name}: error: {text}\n"})
-
     def from_srun(self, kind: str, body: dict[str, Any], procs: dict[int, subprocess.Popen]) -> bool:
         """srun's PMI messages (False: not one of them)."""
-        if kind not in ("pmi_fence_done", "pmi_kill"):
+        if kind not in SRUN_KINDS:
             return False
         from plurm.wire import protocol
 
-        try:
-            msg = protocol.pmi_message(kind, body)
-        except protocol.SchemaError as exc:
-            sys.stderr.write(f"plurmstepd {self.job_step}: {exc}\n")
-            return True
+        msg = self.srun_message(kind, body)
         if isinstance(msg, protocol.PmiFenceDone):
             blobs: list[bytes] = []
             try:

@@ -12,14 +12,13 @@ stderr, as 22.05 writes it), and applies srun's ``pmi_fence_done`` and ``pmi_kil
 from __future__ import annotations
 
 import subprocess
-import sys
 from typing import Any
 
 from plurm.nodeagent import pmi2
-from plurm.nodeagent.pmi_abort import Send, kill_on_srun_word
+from plurm.nodeagent.pmi_abort import SRUN_KINDS, GlueWords, Send, kill_on_srun_word
 
 
-class StepPmi:
+class StepPmi(GlueWords):
     """The PMI server of this step on this node, wired to plurmstepd's loop."""
 
     def __init__(self, msg: dict[str, Any], node_name: str, send: Send) -> None:
@@ -92,23 +91,13 @@ class StepPmi:
             elif isinstance(event, pmi2.Complaint):
                 self.say(event.text)
 
-    def say(self, text: str) -> None:
-        """slurmstepd's error line: on the step's stderr (the node's first task's) and in the log."""
-        line = f"slurmstepd-{self.node_name}: error: {text}\n"
-        sys.stderr.write(f"plurmstepd {self.job_step}: {text}\n")
-        self.send("task_output", {"task": self.first_rank, "stream": 2, "data": line})
-
     def from_srun(self, kind: str, body: dict[str, Any], procs: dict[int, subprocess.Popen]) -> bool:
         """srun's PMI messages (False: not one of them)."""
-        if kind not in ("pmi_fence_done", "pmi_kill"):
+        if kind not in SRUN_KINDS:
             return False
         from plurm.wire import protocol
 
-        try:
-            msg = protocol.pmi_message(kind, body)
-        except protocol.SchemaError as exc:
-            sys.stderr.write(f"plurmstepd {self.job_step}: {exc}\n")
-            return True
+        msg = self.srun_message(kind, body)
         if isinstance(msg, protocol.PmiFenceDone):
             self.server.fence_done(msg.seq, dict(msg.kvs))
         elif isinstance(msg, protocol.PmiKill) and not self.killed:

@@ -36,7 +36,7 @@ def full_path(version: str, path: str) -> str:
     return path.replace("{version}", version) if path.startswith("/") else f"/slurm/{version}/{path}"
 
 
-def _fix_required(node: object) -> None:
+def mend_required(node: object) -> None:
     """Two habits of Slurm's generator that OpenAPI 3.0 readers stumble on, mended: ``"required":
     []`` (3.0 wants at least one entry) is removed, and a sub-object's required fields listed
     in its parent as ``"error/code"`` (a property of that name, which no answer has) move into
@@ -53,10 +53,10 @@ def _fix_required(node: object) -> None:
         if node.get("required") == []:
             del node["required"]
         for value in node.values():
-            _fix_required(value)
+            mend_required(value)
     elif isinstance(node, list):
         for value in node:
-            _fix_required(value)
+            mend_required(value)
 
 
 def trimmed(version: str, implemented: list[tuple[str, str]]) -> dict:
@@ -82,11 +82,11 @@ def trimmed(version: str, implemented: list[tuple[str, str]]) -> dict:
             wanted.add(ref)
             todo.append(ref)
     out = {k: spec[k] for k in ("openapi", "info", "servers", "security", "tags") if k in spec}
-    _fix_required(paths)
+    mend_required(paths)
     out["paths"] = paths
     out["components"] = {"schemas": {name: schemas[name] for name in sorted(wanted) if name in schemas},
                          "securitySchemes": spec["components"].get("securitySchemes", {})}
-    _fix_required(out["components"])
+    mend_required(out["components"])
     return out
 
 

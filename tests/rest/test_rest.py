@@ -26,6 +26,7 @@ from openapi_schema_validator import OAS30Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
+from plurm.rest.openapi import mend_required
 from plurmtest import Cluster, wait_for
 
 REFERENCE = Path(__file__).parent / "reference" / "rest"
@@ -57,26 +58,6 @@ def call(url: str, method: str, path: str, token: str | None = None, user: str |
         return exc.code, json.loads(exc.read() or b"{}")
 
 
-def _nest_required(node) -> None:
-    """Slurm's generator lists required fields of inline sub-objects as ``"error/code"`` in
-    the parent (JSON Schema would read that as one property so named): move each into the
-    sub-object (as tests/tools/test_json_output.py does)."""
-    if isinstance(node, dict):
-        req = node.get("required")
-        if isinstance(req, list) and any("/" in r for r in req):
-            node["required"] = [r for r in req if "/" not in r]
-            for r in req:
-                head, slash, rest = r.partition("/")
-                sub = node.get("properties", {}).get(head)
-                if slash and isinstance(sub, dict) and "$ref" not in sub and "/" not in rest:
-                    sub.setdefault("required", []).append(rest)
-        for value in node.values():
-            _nest_required(value)
-    elif isinstance(node, list):
-        for value in node:
-            _nest_required(value)
-
-
 @lru_cache(maxsize=None)
 def spec(version: str) -> dict:
     return json.loads((SPECS / f"{version}.json").read_text())
@@ -85,7 +66,7 @@ def spec(version: str) -> dict:
 @lru_cache(maxsize=None)
 def _registry(version: str) -> Registry:
     document = json.loads((SPECS / f"{version}.json").read_text())
-    _nest_required(document)
+    mend_required(document)
     return Registry().with_resource("spec", Resource.from_contents(document, default_specification=DRAFT4))
 
 

@@ -19,36 +19,17 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
 from plurm.grammar.hostlist import expand
+from plurm.rest.openapi import mend_required
 from plurm.tools.dataparser import DEFAULT_VERSION, VERSIONS
 from plurmtest import Cluster, start_cluster, wait_for
 
 SPECS = Path(__file__).parent / "reference" / "openapi"
 
 
-def _nest_required(node) -> None:
-    """Slurm's generator writes required fields of inline sub-objects as ``"nodes/count"`` in
-    the parent's list (which JSON Schema would read as a property named so, which no output
-    can have): move each to the sub-object's own ``required``."""
-    if isinstance(node, dict):
-        req = node.get("required")
-        if isinstance(req, list) and any("/" in r for r in req):
-            node["required"] = [r for r in req if "/" not in r]
-            for r in req:
-                head, slash, rest = r.partition("/")
-                sub = node.get("properties", {}).get(head)
-                if slash and isinstance(sub, dict) and "$ref" not in sub and "/" not in rest:
-                    sub.setdefault("required", []).append(rest)
-        for value in node.values():
-            _nest_required(value)
-    elif isinstance(node, list):
-        for value in node:
-            _nest_required(value)
-
-
 @lru_cache(maxsize=None)
 def _registry(version: str) -> Registry:
     spec = json.loads((SPECS / f"{version}.json").read_text())
-    _nest_required(spec)
+    mend_required(spec)
     return Registry().with_resource("spec", Resource.from_contents(spec, default_specification=DRAFT4))
 
 
