@@ -7,7 +7,8 @@ kernels are seen deciding through real daemons too.  The modules below exercise 
 start-up and durability: the scheduling decisions they reach are plain ones that every other
 test reaches as well, so that second pass leaves them out (marker ``node_side``, deselected
 by the pass's ``-m``) instead of spending some 330 s of the CI budget on them twice.  A module
-not named here runs in both passes.
+not named here runs in both passes; a single test may carry the marker itself (a minute-long
+time limit).
 """
 
 from __future__ import annotations

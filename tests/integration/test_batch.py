@@ -6,6 +6,8 @@ import getpass
 import socket
 from pathlib import Path
 
+import pytest
+
 from plurmtest import Cluster, write_script
 
 
@@ -97,6 +99,7 @@ def test_cancel_running_job(cluster: Cluster, workdir: Path) -> None:
     assert job["state"] == "CANCELLED"
 
 
+@pytest.mark.node_side  # (a minute of wall time; no scheduling kernel in it: the compiled pass is enough)
 def test_time_limit_sigterm_then_sigkill(cluster: Cluster, workdir: Path) -> None:
     # Slurm's time limits are whole minutes: -t 0:02 means one minute.  The script
     # ignores SIGTERM: it must be killed after KillWait (10 s on the local cluster).
