@@ -201,6 +201,10 @@ def plan_backfill(scheduler: Scheduler, pending: list[tuple[Job, Demand]], runni
             found = shorten_to_start(planner, cands, demand, job, length, (slot, alloc, room, nodes))
             slot, alloc, room, nodes, length = found
 
+        if slot == 0 and alloc is not None and demand.enforce_binding:
+            # enforce-binding: the planner counts CPUs, not GPU-local ones: start only as the main pass would
+            partition = scheduler.partitions.get(job.partition)
+            alloc = scheduler.try_place(demand, partition) if partition is not None else None
         if slot == 0 and alloc is not None:
             scheduler.allocate(alloc)
             profile.hold(alloc, 0, length, nodes)

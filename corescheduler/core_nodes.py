@@ -233,6 +233,7 @@ class NodeEvents:
                 setattr(node, attr, info[attr])
         self._heard_from(node, now, registered=True)
         node.devices = list(info.get("devices") or [])
+        node.gpu_cpus = list(info.get("gpu_cpus") or [])
         problems = info.get("gres_problems") or []
         if problems:
             # As Slurm: a node whose devices fall short of its configuration is drained.

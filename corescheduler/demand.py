@@ -94,6 +94,7 @@ class Demand:
     oversubscribe: int = 0
     wishes: NodeWishes | None = None  # --tmp, --prefer, --spread-job (timeprio_place.py)
     topo: topology.Topology | None = None  # sockets, cores, threads, --mincpus (topology.py)
+    enforce_binding: bool = False  # --gres-flags=enforce-binding: CPUs local to the GPUs (gresbind.py)
 
 
 def allocation_of(names: list[str], indices: list[int], tasks: list[int], total_cpus: list[int],
@@ -158,6 +159,7 @@ def demand_of(spec: JobSpec, partition: Partition | None, default_mem_per_cpu: i
         contiguous=spec.contiguous,
         oversubscribe=share,
         topo=topology.of_spec(spec),
+        enforce_binding=bool(needs) and "enforce-binding" in (spec.gres_flags or []),
     ))
 
 

@@ -18,7 +18,7 @@ from operator import attrgetter
 
 from plurm import corescheduler
 from plurm.corescheduler import constraint as constraints
-from plurm.corescheduler import topology
+from plurm.corescheduler import gresbind, topology
 from plurm.common import gres
 from plurm.corescheduler.demand import (  # noqa: F401  (named here too: the core and tests import them from here)
     REASON_ARRAY_LIMIT,
@@ -330,6 +330,9 @@ class Scheduler:
             order = [i for i in order if i not in exclude]
         if demand.gres:
             order = [i for i in order if gres.fits(self.units[i], self.gres_used[i], demand.gres)]
+            if demand.enforce_binding and not self._ignore_state:  # (a wait, not a refusal: Resources)
+                least = demand.cpus_per_task * max(demand.ntasks_per_node, 1)
+                order = [i for i in order if self._local_room(i, least, demand.gres)]
         if alternative is not None:
             feats = self._features
             order = [i for i in order if alternative.node_ok(feats[i])]
@@ -370,6 +373,9 @@ class Scheduler:
                 if units is None:  # filtered above; a node cannot lose units in between
                     return None
                 picked.append(units)
+        if demand.enforce_binding and not self._ignore_state and not all(
+                self._local_room(i, cpus, demand.gres) for i, cpus in zip(indices, shaped.cpus)):
+            return None
         rows: list[int] = []
         if demand.oversubscribe:
             found = self._rows_for(indices, shaped.cpus, demand.oversubscribe)
@@ -377,6 +383,11 @@ class Scheduler:
                 return None
             rows = found
         return Allocation(shaped.nodes, shaped.cpus, shaped.mem, shaped.tasks, picked, rows)
+
+    def _local_room(self, i: int, cpus: int, needs: list[gres.GresNeed]) -> bool:
+        """enforce-binding: ``cpus`` CPUs local to the GPUs the job would get on node ``i``."""
+        room = gresbind.local_cpus_free(self.nodes[self._names[i]], self.units[i], self.gres_used[i], needs)
+        return room is None or room >= cpus
 
     def _kernel(self, demand: Demand, order: list[int], nodes_min: int, nreq: int = 0):
         if not demand.oversubscribe:

@@ -45,7 +45,7 @@ from plurm.wire import auth, authtype, envelope, protocol, stepcred
 from plurm.wire.client import daemon_uids, key_path_for
 from plurm.wire.hardening import bind_address, guard, guarded_router
 from plurm.common import environment
-from plurm.nodeagent import container, jobstate, launch, sampling, stepbind, stepusage
+from plurm.nodeagent import container, gpulocal, jobstate, launch, sampling, stepbind, stepusage
 from plurm.nodeagent.confinement import Confinement, ConfinementError, acct_frequency
 from plurm.nodeagent.daemon_children import ChildrenOfTheNode
 from plurm.nodeagent.devices import NodeDevices, UsageStats
@@ -171,6 +171,8 @@ class NodeDaemon(ChildrenOfTheNode):
             "free_mem": psutil.virtual_memory().available // (1024 * 1024),
             "devices": self.accel.describe(),
             "gres_problems": self.accel.problems,
+            # per gpu unit, the CPUs local to it: the controller places enforce-binding jobs by it
+            "gpu_cpus": gpulocal.unit_local_cpus(self.accel, self.confine, self.node_conf.threads_per_core),
         })
         for report in self.unacked.values():
             self.send_ctld("job_ended", report)

@@ -279,6 +279,7 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
     features: list[str] = []
     gres: list[str] = []
     devices: list[dict[str, Any]] = []  # accelerators the node daemon detected (plurm.accel.model.Device)
+    gpu_cpus: list[list[int] | None] = []  # per gpu unit, its local CPUs (NodeRegister.gpu_cpus)
     partitions: list[str] = []
     # Liveness: UNKNOWN until plurmd registers, then IDLE/MIXED/ALLOCATED
     # derived from allocations; DOWN when it stops answering.

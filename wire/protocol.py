@@ -239,6 +239,9 @@ class NodeRegister(Msg):
     free_mem: int | None = None
     devices: list[dict[str, Any]] = []  # detected accelerators (plurm.accel.model.Device)
     gres_problems: list[str] = []  # why detection falls short of the configuration: drain
+    # Per gpu unit: the node CPU indices local to it (gres.conf Cores=, else the device's NUMA
+    # node), None where unknown; the controller places --gres-flags=enforce-binding jobs by it.
+    gpu_cpus: list[list[int] | None] = []
 
 
 class NodePing(Msg):
