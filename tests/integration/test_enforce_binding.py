@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from plurmtest import Cluster, Cluster as _Cluster, wait_for  # noqa: F401
+from plurmtest import Cluster
 
 
 @pytest.fixture(scope="module")
