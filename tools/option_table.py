@@ -82,9 +82,10 @@ NOTES = {
                 "(the backends' NUMA nodes), none; the vendor's variables per task, verbose line; sbatch/salloc "
                 "set SLURM_GPU_BIND",
     "gpus-per-socket": "N x --sockets-per-node GPUs per node (GPU locality to sockets not enforced)",
-    "gres-flags": "plurmd gives the job the CPUs of its GPUs' NUMA nodes first; disable-binding: no preference; "
-                  "enforce-binding: `GresEnforceBind=Yes`, a log line when too few are free (the node is not "
-                  "refused)",
+    "gres-flags": "enforce-binding: `GresEnforceBind=Yes`, and the job starts only where the CPUs local to its GPUs "
+                  "(gres.conf Cores=, else their NUMA nodes) can hold its CPUs, else Resources (free local CPUs "
+                  "estimated as local minus allocated); plurmd gives GPU-local CPUs first; disable-binding: no "
+                  "preference",
 }
 # Options of srun and salloc only, that the commands act on themselves or not yet.
 OWN = {
