@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from plurm.grammar.hostlist import bitmap_ranges
+
 # srun -Z's steps have no job: their job ids lie beyond MaxJobId's range (67043328 at most)
 NO_ALLOCATE_JOB_BASE = 0x7FFF0000
 INTERACTIVE_STEP_ID = 0xFFFFFFFA  # SLURM_INTERACTIVE_STEP: what 22.05's interactive step's tasks see as SLURM_STEP_ID
@@ -50,17 +52,9 @@ def port_pool(mpi_params: str) -> tuple[int, int] | None:
 
 
 def port_ranges(ports: list[int]) -> str:
-    """Ports as Slurm writes SLURM_STEP_RESV_PORTS: sorted, runs as ``a-b``, comma-separated."""
-    out: list[str] = []
-    values = sorted(set(ports))
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        out.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    return ",".join(out)
+    """Ports as Slurm writes SLURM_STEP_RESV_PORTS: sorted, runs as ``a-b``, comma-separated
+    (a bitmap's ranges, as hostlist writes CPU ids)."""
+    return bitmap_ranges(ports)
 
 
 @dataclass

@@ -7,149 +7,21 @@ v0.0.44 and v0.0.45, validated against slurmrestd's OpenAPI schema of that path.
 
 from __future__ import annotations
 
-import getpass
 import json
-import os
 import re
 import time
-import urllib.error
-import urllib.request
-from functools import lru_cache
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import jwt
 import pytest
 
-from openapi_schema_validator import OAS30Validator
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT4
-
-from plurm.rest.openapi import mend_required
-from plurmtest import Cluster, wait_for
+from plurmtest import wait_for
+from resttest import ME, VERSIONS, Rest, call, get_job, validate, wait_job_state
 
 REFERENCE = Path(__file__).parent / "reference" / "rest"
 
-# ----------------------------------------------------------------------------- HTTP and schemas
-SPECS = Path(__file__).resolve().parents[2] / "rest" / "openapi"
-VERSIONS = ("v0.0.43", "v0.0.44", "v0.0.45")
-
-
-def call(url: str, method: str, path: str, token: str | None = None, user: str | None = None,
-         bearer: bool = False, body: object = None, raw: bytes | None = None) -> tuple[int, dict]:
-    """(HTTP status, decoded JSON body) of one request."""
-    headers = {"Accept": "application/json"}
-    if token is not None:
-        if bearer:
-            headers["Authorization"] = f"Bearer {token}"
-        else:
-            headers["X-SLURM-USER-TOKEN"] = token
-    if user is not None:
-        headers["X-SLURM-USER-NAME"] = user
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    if data is not None:
-        headers["Content-Type"] = "application/json"
-    request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            return reply.status, json.loads(reply.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
-
-
-@lru_cache(maxsize=None)
-def spec(version: str) -> dict:
-    return json.loads((SPECS / f"{version}.json").read_text())
-
-
-@lru_cache(maxsize=None)
-def _registry(version: str) -> Registry:
-    document = json.loads((SPECS / f"{version}.json").read_text())
-    mend_required(document)
-    return Registry().with_resource("spec", Resource.from_contents(document, default_specification=DRAFT4))
-
-
-def response_schema(version: str, method: str, path: str) -> str:
-    """The ``$ref`` of the 200 answer of ``method path`` (path after /slurm/vX/, as the spec;
-    or a whole path with ``{version}``)."""
-    full = path.replace("{version}", version) if path.startswith("/") else f"/slurm/{version}/{path}"
-    op = spec(version)["paths"][full][method.lower()]
-    return op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
-
-
-def validate(obj: dict, version: str, method: str, path: str) -> None:
-    ref = response_schema(version, method, path).replace("#/", "spec#/")
-    validator = OAS30Validator({"$ref": ref}, registry=_registry(version))
-    errors = [f"{list(e.absolute_path)}: {e.message[:200]}" for e in validator.iter_errors(obj)]
-    assert not errors, f"{method} {path} {version}: {len(errors)} errors, first: {errors[:5]}"
-
-ME = getpass.getuser()
-
-
-@dataclass
-class Rest:
-    cluster: Cluster
-    url: str
-    key: bytes
-    work: Path
-
-    def token(self, *args: str) -> str:
-        out = self.cluster.run("scontrol", "token", *args, check=True).stdout
-        assert re.fullmatch(r"SLURM_JWT=[\w-]+\.[\w-]+\.[\w-]+\n", out), out
-        return out.strip().split("=", 1)[1]
-
-    def log(self, name: str) -> str:
-        return (self.cluster.dir / "log" / f"{name}.log").read_text(errors="replace")
-
-
-@pytest.fixture(scope="module")
-def rest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rest]:
-    from plurm.tools.localcluster import ClusterShape, LocalCluster
-
-    base = tmp_path_factory.mktemp("rest")
-    local = LocalCluster(str(base / "cluster"))
-    local.write_files(ClusterShape(nodes=2, cpus_per_node=2, memory_per_node=2000))
-    conf = Path(local.conf_path)
-    conf.write_text(conf.read_text() + "FirstJobId=46001\nLicenses=fluent:3\n")
-    env = dict(os.environ, SLURM_CONF=str(conf))
-    env.pop("SLURM_JOB_ID", None)
-    c = Cluster(Path(local.dir), conf, env)
-    out = c.up("--rest").stdout
-    try:
-        found = re.search(r"^export SLURM_RESTD_URL=(http://127\.0\.0\.1:\d+)$", out, re.M)
-        assert found, f"plurm cluster up --rest printed no URL: {out!r}"
-        key = (Path(local.dir) / "jwt_hs256.key").read_bytes()
-        assert (Path(local.dir) / "jwt_hs256.key").stat().st_mode & 0o077 == 0
-        c.run("scontrol", "create", "reservation", "ReservationName=later", "StartTime=now+3600",
-              "Duration=60", "Nodes=n2", f"Users={ME}", check=True)
-        work = base / "work"
-        work.mkdir()
-        yield Rest(c, found.group(1), key, work)
-    finally:
-        c.down()
-
-
-def _job(rest: Rest, token: str, job_id: int, version: str = "v0.0.44") -> dict:
-    status, body = call(rest.url, "GET", f"/slurm/{version}/job/{job_id}", token, bearer=True)
-    assert status == 200, body
-    validate(body, version, "GET", "job/{job_id}")
-    assert [j["job_id"] for j in body["jobs"]] == [job_id]
-    return body["jobs"][0]
-
-
-def _wait_job_state(rest: Rest, token: str, job_id: int, state: str) -> dict:
-    seen: dict = {}
-
-    def reached() -> bool:
-        seen.update(_job(rest, token, job_id))
-        return seen["job_state"][0] == state
-
-    wait_for(reached, 30, f"job {job_id} {state} (last: {seen.get('job_state')})")
-    return seen
-
-
 # ----------------------------------------------------------------------------- tokens
+
 
 def test_scontrol_token_is_an_hs256_jwt_of_the_caller(rest: Rest) -> None:
     claims = jwt.decode(rest.token(), rest.key, algorithms=["HS256"])
@@ -216,11 +88,11 @@ def test_the_tokens_user_owns_what_it_submits(rest: Rest) -> None:
                     "current_working_directory": "/tmp", "environment": ["PATH=/bin:/usr/bin"]}}
     status, body = call(rest.url, "POST", "/slurm/v0.0.44/job/submit", token, "nobody", body=desc)
     assert status == 200, body
-    job = _job(rest, token, body["job_id"])
+    job = get_job(rest, token, body["job_id"])
     assert (job["user_name"], job["name"]) == ("nobody", "nobodys")
     status, body = call(rest.url, "DELETE", f"/slurm/v0.0.44/job/{job['job_id']}", token, "nobody")
     assert status == 200 and body["status"][0]["error"]["code"] == 0, body
-    assert _job(rest, token, job["job_id"])["job_state"][0] == "CANCELLED"
+    assert get_job(rest, token, job["job_id"])["job_state"][0] == "CANCELLED"
 
 
 # ----------------------------------------------------------------------------- jobs
@@ -238,10 +110,10 @@ def test_submit_get_list_signal_cancel(rest: Rest) -> None:
     validate(body, "v0.0.44", "POST", "job/submit")
     job_id = body["job_id"]
     assert body["step_id"] == "batch" and isinstance(job_id, int) and job_id >= 46001
-    job = _wait_job_state(rest, token, job_id, "RUNNING")
+    job = wait_job_state(rest, token, job_id, "RUNNING")
     assert (job["name"], job["time_limit"]["number"], job["memory_per_node"]["number"]) == ("resttest", 5, 100)
     assert job["current_working_directory"] == str(rest.work)
-    older = _job(rest, token, job_id, "v0.0.43")  # the same job in the older version's shape
+    older = get_job(rest, token, job_id, "v0.0.43")  # the same job in the older version's shape
     assert older["job_id"] == job_id
     for version in VERSIONS:
         status, listing = call(rest.url, "GET", f"/slurm/{version}/jobs/", token, ME)
@@ -258,11 +130,11 @@ def test_submit_get_list_signal_cancel(rest: Rest) -> None:
     assert status == 200, body
     validate(body, "v0.0.44", "DELETE", "job/{job_id}")
     wait_for(flag.exists, 20, "the batch script's USR1 trap")
-    assert _job(rest, token, job_id)["job_state"][0] == "RUNNING"
+    assert get_job(rest, token, job_id)["job_state"][0] == "RUNNING"
     status, body = call(rest.url, "DELETE", f"/slurm/v0.0.43/job/{job_id}", token, ME)
     assert status == 200 and body["status"][0]["job_id"]["number"] == job_id, body
     validate(body, "v0.0.43", "DELETE", "job/{job_id}")
-    _wait_job_state(rest, token, job_id, "CANCELLED")
+    wait_job_state(rest, token, job_id, "CANCELLED")
 
 
 def test_update_then_release_a_held_job(rest: Rest) -> None:
@@ -279,14 +151,14 @@ def test_update_then_release_a_held_job(rest: Rest) -> None:
         validate(body, version, "POST", "job/{job_id}")
         assert [(r["job_id"], r["error_code"]) for r in body["results"]] == [(job_id, 0)], body
         assert any("mcs_label" in w["description"] for w in body["warnings"])
-    job = _job(rest, token, job_id)
+    job = get_job(rest, token, job_id)
     assert (job["name"], job["comment"], job["time_limit"]["number"]) == ("renamed", "via rest", 7)
     assert job["job_state"][0] == "PENDING"
     status, body = call(rest.url, "POST", f"/slurm/v0.0.44/job/{job_id}", token, ME, body={"hold": False})
     assert status == 200, body
-    _wait_job_state(rest, token, job_id, "RUNNING")
+    wait_job_state(rest, token, job_id, "RUNNING")
     call(rest.url, "DELETE", f"/slurm/v0.0.44/job/{job_id}", token, ME)
-    _wait_job_state(rest, token, job_id, "CANCELLED")
+    wait_job_state(rest, token, job_id, "CANCELLED")
 
 
 def test_drain_and_resume_a_node(rest: Rest) -> None:
@@ -311,7 +183,7 @@ def test_drain_and_resume_a_node(rest: Rest) -> None:
     assert status == 400, body
 
 
-def test_delete_jobs_cancels_each_named_job(rest: Rest) -> None:
+def test_delete_jobs_cancels_each_namedget_job(rest: Rest) -> None:
     token = rest.token()
     desc = {"job": {"script": "#!/bin/sh\ntrue\n", "hold": True, "current_working_directory": "/tmp"}}
     ids = [call(rest.url, "POST", "/slurm/v0.0.44/job/submit", token, ME, body=desc)[1]["job_id"] for _ in range(2)]
@@ -320,7 +192,7 @@ def test_delete_jobs_cancels_each_named_job(rest: Rest) -> None:
     validate(body, "v0.0.44", "DELETE", "jobs/")
     assert sorted(s["job_id"]["number"] for s in body["status"]) == sorted(ids), body
     for job_id in ids:
-        assert _job(rest, token, job_id)["job_state"][0] == "CANCELLED"
+        assert get_job(rest, token, job_id)["job_state"][0] == "CANCELLED"
     status, body = call(rest.url, "DELETE", "/slurm/v0.0.43/jobs/", token, ME, body={})
     assert status == 400, body
 
@@ -367,7 +239,7 @@ def test_slurmdb_jobs_are_sacct_s(rest: Rest) -> None:
     desc = {"job": {"script": "#!/bin/sh\nexit 3\n", "name": "acct", "current_working_directory": "/tmp",
                     "standard_output": "/dev/null"}}
     job_id = call(rest.url, "POST", "/slurm/v0.0.44/job/submit", token, ME, body=desc)[1]["job_id"]
-    _wait_job_state(rest, token, job_id, "FAILED")
+    wait_job_state(rest, token, job_id, "FAILED")
     for version in VERSIONS:
         status, body = call(rest.url, "GET", f"/slurmdb/{version}/job/{job_id}", token, ME)
         assert status == 200, body
