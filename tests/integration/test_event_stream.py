@@ -105,3 +105,62 @@ def test_a_reader_that_keeps_up_renews_and_one_that_stops_is_dropped(cluster: Cl
     finally:
         slow.close()
         fast.close()
+
+
+def test_squeue_iterate_asks_again_only_after_an_event(cluster: Cluster, workdir: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from plurm.tools import squeue
+    from plurm.tools.squeue_stream import StreamedListing
+    from plurm.wire.client import request
+
+    monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
+    settings = read_settings(str(cluster.conf))
+    held = cluster.sbatch("-H", "--wrap", "true", cwd=workdir)
+    opts = squeue.parse_args(["-h", "-o", "%i %t %j %u %P %r"])
+    asked: list[str] = []
+
+    def counted(msg_type: str, body: dict) -> dict:
+        asked.append(msg_type)
+        return request(msg_type, body, settings)
+
+    source = StreamedListing(squeue._request_body(opts), [], [], counted)
+    try:
+        first = squeue.run_once(opts, source)
+        for _ in range(3):  # nothing happened: the same listing, no request
+            assert squeue.run_once(opts, source) == first
+        assert asked == ["job_info"]
+        assert f"{held} PD" in first[0][1][1]
+        cluster.run("scontrol", "release", str(held), check=True)
+        cluster.wait_state(held, "COMPLETED")
+        deadline = time.monotonic() + DEADLINE_S
+        while len(asked) < 2 and time.monotonic() < deadline:  # (the events reach us in a moment)
+            now = squeue.run_once(opts, source)
+        assert len(asked) == 2
+        assert now == squeue.run_once(opts) and f"{held} " not in now[0][1][1]  # as a plain request
+    finally:
+        source.close()
+
+
+def test_squeue_iterate_prints_the_changes(cluster: Cluster, workdir: Path) -> None:
+    import subprocess
+
+    from plurmtest import command
+
+    held = cluster.sbatch("-H", "--wrap", "true", cwd=workdir)
+    proc = subprocess.Popen(command("squeue") + ["-i", "1", "-h", "-o", "%i %t", "-j", str(held)], env=cluster.env,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == f"{held} PD\n"
+        cluster.run("scontrol", "release", str(held), check=True)
+        cluster.wait_state(held, "COMPLETED")
+        while (line := proc.stdout.readline()) in ("\n", f"{held} PD\n", f"{held} R\n", f"{held} CG\n"):
+            if line == "\n":  # between two listings
+                nxt = proc.stdout.readline()
+                if nxt == "\n" or nxt == "":
+                    break  # an empty listing: the job is gone
+                assert nxt.startswith(f"{held} ")
+        assert proc.poll() is None  # still iterating
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
