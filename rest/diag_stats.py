@@ -1,22 +1,20 @@
 """The RPC and scheduling-cycle fields of REST ``GET /slurm/vX/diag/`` (``stats_msg``), from
 the controller's ``stats`` reply (corescheduler/stats.py), as slurmrestd fills them from sdiag's
-counters.  What plurm does not keep (queued/dropped RPCs, backfill try depths, table sizes,
-backfilled jobs) is 0.  Message types are plurm's wire names (``job_info``, ``submit_job``...);
-``type_id`` numbers them in the order the wire protocol lists them (plurm has no Slurm RPC ids)."""
+counters.  What plurm does not keep (queued/dropped RPCs, table sizes, backfilled jobs) is 0;
+the backfill's "try" depths are its depths.  Message types are Slurm's names and numbers where
+plurm's message has a counterpart (wire/rpc_names.py), else plurm's name upper-cased, 0."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from plurm.tools.dataparser import values as v
-from plurm.wire import protocol
-
-_TYPE_IDS = {name: i + 1 for i, name in enumerate(protocol.MESSAGE_TYPES)}
+from plurm.wire.rpc_names import slurm_name
 
 
 def rpc_fields(s: dict[str, Any]) -> dict[str, Any]:
     """``rpcs_by_message_type`` and ``rpcs_by_user``."""
-    by_type = [{"type_id": _TYPE_IDS.get(name, 0), "message_type": name, "count": r[0], "queued": 0, "dropped": 0,
+    by_type = [{"type_id": slurm_name(name)[1], "message_type": slurm_name(name)[0], "count": r[0], "queued": 0, "dropped": 0,
                 "cycle_last": 0, "cycle_max": r[2], "total_time": r[1],
                 "average_time": v.number(r[1] // r[0] if r[0] else 0)}
                for name, r in s.get("rpc", {}).items()]

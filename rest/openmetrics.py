@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from plurm.wire.rpc_names import slurm_name
+
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 Sample = tuple[dict[str, str], float]
@@ -185,6 +187,8 @@ def scheduler(s: dict[str, Any]) -> list[Family]:
     ]
     for table, label, prefix in (("rpc", "operation", "slurm_rpc_stats"), ("rpc_user", "user", "slurm_user_rpc_stats")):
         rows = s.get(table, {})
+        if table == "rpc":  # sdiag's names, as the exporter passes them on (wire/rpc_names.py)
+            rows = {slurm_name(k)[0]: r for k, r in rows.items()}
         families.append(_gauge(prefix, f"RPCs per {label}", [({label: k}, r[0]) for k, r in rows.items()]))
         families.append(_gauge(f"{prefix}_avg_time", f"Mean RPC handling time per {label} (µs)",
                                [({label: k}, r[1] // r[0] if r[0] else 0) for k, r in rows.items()]))

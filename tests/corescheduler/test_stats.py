@@ -93,3 +93,15 @@ def test_aggregates_count_jobs_users_accounts_nodes_and_gpus() -> None:
     assert (part["jobs_pending"], part["jobs_running"]) == (6, 1)
     assert agg["devices"] == [{"node": "n1", "vendor": "nvidia", "model": "H200", "backend": "nvml",
                                "health": "ok", "kind": "gpu"}]
+
+
+def test_metrics_access_follows_slurm_25_11s_rules() -> None:
+    from plurm.corescheduler.stats_shell import metrics_refusal
+
+    root = Identity(0, 0, "root", operator=True)
+    assert metrics_refusal({}, ALICE) is None  # nothing set: open
+    assert "PrivateData" in metrics_refusal({"PrivateData": "jobs"}, ALICE)
+    assert metrics_refusal({"PrivateData": "jobs", "MetricsParameters": "ignore_private_data"}, ALICE) is None
+    only_bob = {"MetricsAuthUsers": "bob", "PrivateData": "jobs"}  # (the list wins over PrivateData)
+    assert metrics_refusal(only_bob, BOB) is None and metrics_refusal(only_bob, root) is None
+    assert "MetricsAuthUsers" in metrics_refusal(only_bob, ALICE)

@@ -57,14 +57,14 @@ def test_every_endpoint_is_valid_openmetrics_without_a_token(rest: Rest) -> None
 
 def test_counts_move_with_jobs_and_rpcs(rest: Rest) -> None:
     before = scrape(rest)
-    submitted_before = value(before, "slurm_rpc_stats", operation="submit_job") \
-        if any(s.labels.get("operation") == "submit_job" for s in before["slurm_rpc_stats"]) else 0
+    submitted_before = value(before, "slurm_rpc_stats", operation="REQUEST_SUBMIT_BATCH_JOB") \
+        if any(s.labels.get("operation") == "REQUEST_SUBMIT_BATCH_JOB" for s in before["slurm_rpc_stats"]) else 0
     held = rest.cluster.sbatch("--hold", "--wrap", "true", cwd=rest.work)
     running = rest.cluster.sbatch("-c", "2", "--wrap", "sleep 60", cwd=rest.work)
     try:
         rest.cluster.wait_state(running, "RUNNING")
         after = scrape(rest)
-        assert value(after, "slurm_rpc_stats", operation="submit_job") == submitted_before + 2
+        assert value(after, "slurm_rpc_stats", operation="REQUEST_SUBMIT_BATCH_JOB") == submitted_before + 2
         assert value(after, "slurm_user_rpc_stats", user=ME) > 0
         assert value(after, "slurm_user_rpc_stats_total_time", user=ME) > 0
         assert value(after, "slurm_queue_pending") >= 1
@@ -88,9 +88,38 @@ def test_diag_answers_rpc_and_cycle_statistics(rest: Rest) -> None:
         assert status == 200, body
         validate(body, version, "GET", "diag/")
     stats = body["statistics"]
-    assert any(r["message_type"] == "job_info" and r["count"] >= 1 for r in stats["rpcs_by_message_type"]), stats
+    assert any(r["message_type"] == "REQUEST_JOB_INFO" and r["count"] >= 1 for r in stats["rpcs_by_message_type"]), stats
     assert any(r["user"] == ME and r["count"] >= 1 for r in stats["rpcs_by_user"]), stats
     assert stats["schedule_cycle_total"] >= 1
+
+
+def _stats_as(rest: Rest, user: str, body: dict) -> dict:
+    """A ``stats`` request to the real controller as ``user`` (a token root issued for it)."""
+    from plurm.wire.client import Connection, read_settings
+    from plurm.wire.jwt_cred import TokenCredential
+
+    token = rest.token(f"username={user}")
+    conn = Connection(read_settings(str(rest.cluster.conf)), timeout=10)
+    try:
+        conn.auth = TokenCredential(conn.auth, token, user)
+        return conn.request("stats", body)
+    finally:
+        conn.close()
+
+
+def test_only_operators_reset_the_counters(rest: Rest) -> None:
+    from plurm.wire.client import ClientError
+
+    try:
+        _stats_as(rest, "nobody", {"reset": True})
+    except ClientError as exc:
+        assert exc.code == "AccessDenied", exc
+    else:
+        raise AssertionError("nobody reset the statistics")
+    assert "statistics reset refused to nobody" in rest.log("plurmctld")
+    counters = _stats_as(rest, "nobody", {"counters_only": True})  # reading is anyone's, as sdiag
+    assert counters["rpc"] and "jobs" not in counters
+    assert _stats_as(rest, ME, {"reset": True})["reset"] is True
 
 
 def test_probes_answer_without_a_token(rest: Rest) -> None:
