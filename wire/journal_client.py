@@ -81,6 +81,19 @@ class Subscription:
             if time.monotonic() >= deadline:
                 return []
 
+    def drain(self) -> list[dict[str, Any]]:
+        """Every live event already here, without waiting (renewing when due): for a reader
+        woken by an event loop when :meth:`fileno` is readable (rest/routes_events.py)."""
+        if time.monotonic() >= self.renew_at:
+            self._renew()
+        out: list[dict[str, Any]] = []
+        while self._dealer.readable(0):
+            out.extend(self._read_one())
+        return out
+
+    def fileno(self) -> int:
+        return self._dealer.fileno()
+
     def _renew(self) -> None:
         frames = envelope.seal(self.conn.auth, "journal_subscribe", {"renew": True, "ack": self.received})
         try:
