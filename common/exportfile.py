@@ -2,16 +2,19 @@
 
 As sbatch(1) says: a number from 3 up is a readable descriptor (0-2 are not: a name), anything
 else a file name; its content is ``NAME=value`` definitions separated by NUL characters, which
-lets a value hold newlines.  Content with no NUL is read as one definition per line (what a file
-written by hand has).  An entry without ``=`` or whose name is no variable name is skipped; the
-content is read up to MAX_BYTES, more is refused (the job's environment travels whole in its
-submission).
+lets a value hold newlines (a newline separates nothing: 22.05.8 reads ``A=1\nB=2\n`` as A's
+value).  As 22.05.8 does (run on the anchor), the file is the job's environment in place of
+sbatch's own: --export's assignments still apply over it, its names add nothing, and with
+--export=NONE the file is not read (the job gets the login environment, as without it).
+An entry without ``=`` or whose name is no variable name is skipped; the content is read up to
+MAX_BYTES, more is refused (the job's environment travels whole in its submission).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 MAX_BYTES = 4 * 1024 * 1024
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -31,7 +34,7 @@ def read(spec: str) -> dict[str, str]:
             with open(text, "rb") as fh:
                 data = fh.read(MAX_BYTES + 1)
     except OSError as exc:
-        raise ExportFileError(f"--export-file={text}: {exc.strerror or exc}") from None
+        raise ExportFileError(f"Could not open user environment file {text}") from None
     if len(data) > MAX_BYTES:
         raise ExportFileError(f"--export-file={text}: more than {MAX_BYTES} bytes")
     return parse(data)
@@ -49,10 +52,21 @@ def _read_fd(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+def job_source(options: dict[str, Any], environ: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(the environment sbatch builds the job's from, the file's entries): ``environ`` and {}
+    without --export-file or with --export=NONE, else the file's entries twice."""
+    spec = options.get("export-file")
+    export = options.get("export") or {}
+    if spec is None or (isinstance(export, dict) and export.get("mode") == "NONE"):
+        return environ, {}
+    entries = read(str(spec))
+    return dict(entries), entries
+
+
 def parse(data: bytes) -> dict[str, str]:
-    """``NAME=value`` entries, NUL-separated (else one a line); the last of a name wins."""
+    """``NAME=value`` entries separated by NUL; the last of a name wins."""
     text = data.decode("utf-8", "surrogateescape")
-    entries = text.split("\0") if "\0" in text else text.splitlines()
+    entries = text.split("\0")
     out: dict[str, str] = {}
     for entry in entries:
         name, sep, value = entry.partition("=")

@@ -12,7 +12,7 @@ from plurm.common import rlimits
 
 
 class PropagateError(Exception):
-    """The command stops: ``line`` says why (exit 1)."""
+    """The command stops: ``line`` (its lines) says why (exit 1)."""
 
     def __init__(self, line: str) -> None:
         super().__init__(line)
@@ -35,6 +35,7 @@ def submit_variables(prog: str, option: Any, conf: str | None) -> dict[str, str]
         names = rlimits.chosen(option, limits, excepted)
     except rlimits.LimitsError as exc:
         if option is not None and option is not False:
-            raise PropagateError(f"{prog}: error: --propagate={option}: {exc}") from None
+            # 22.05.8's two lines (run on the anchor), exit 1
+            raise PropagateError(f"{prog}: error: {exc}\n{prog}: error: --propagate={option} is not valid.") from None
         names = list(rlimits.NAMES)
     return rlimits.variables(names)
