@@ -27,6 +27,9 @@ QUEUE_STATES = {"PENDING": "pending", "RUNNING": "running", "SUSPENDED": "suspen
                 "COMPLETING": "completing", "COMPLETED": "completed", "CONFIGURING": "configuring",
                 "FAILED": "failed", "TIMEOUT": "timeout", "PREEMPTED": "preempted", "NODE_FAIL": "node_fail",
                 "OUT_OF_MEMORY": "out_of_memory", "BOOT_FAIL": "boot_fail", "DEADLINE": "deadline"}
+# The queue states the exporter has a gauge for (the others are plurm_queue_<word>).
+EXPORTER_QUEUE = frozenset({"pending", "running", "suspended", "cancelled", "completing", "completed", "configuring",
+                            "failed", "timeout", "preempted", "node_fail"})
 # Node state words -> the exporter's slurm_nodes_<word> gauges (the first that matches).
 NODE_WORDS = ("alloc", "comp", "down", "drain", "err", "fail", "idle", "maint", "mix", "resv", "unknown")
 
@@ -83,7 +86,8 @@ def jobs(s: dict[str, Any]) -> list[Family]:
         word = QUEUE_STATES.get(state, state.lower())
         by_state[word] = by_state.get(word, 0) + count
         samples.append(({"state": state.lower(), "partition": partition}, count))
-    families = [_gauge(f"slurm_queue_{word}", f"Jobs {word} in the cluster", n) for word, n in by_state.items()]
+    families = [_gauge(f"{'slurm' if word in EXPORTER_QUEUE else 'plurm'}_queue_{word}", f"Jobs {word} in the cluster", n)
+                for word, n in by_state.items()]
     families.append(_gauge("plurm_jobs", "Jobs by state and partition", samples))
     return families
 
@@ -93,7 +97,7 @@ def users_accounts(s: dict[str, Any]) -> list[Family]:
     for table, label in (("accounts", "account"), ("users", "user")):
         rows = s.get(table, {})
         for index, what in enumerate(("jobs_pending", "jobs_running", "cpus_running")):
-            families.append(_gauge(f"slurm_{label}_{what}", f"{what.replace('_', ' ').capitalize()} for a {label}",
+            families.append(_gauge(f"slurm_{label}_{what}", f"{what.replace('_', ' ').replace('cpus', 'CPUs')} per {label}",
                                    [({label: name}, row[index]) for name, row in rows.items()]))
     return families
 
@@ -124,7 +128,8 @@ def nodes(s: dict[str, Any]) -> list[Family]:
                            ("gpus_alloc", n["alloc_gpus"]), ("gpus_total", n["gpus"])):
             per_node[key].append((label, value))
         per_node["status"].append(({"node": n["name"], "status": n["state"].lower()}, 1))
-    families = [_gauge(f"slurm_nodes_{word}", f"Nodes {word}", n) for word, n in counts.items()]
+    families = [_gauge(f"{'plurm' if word == 'unknown' else 'slurm'}_nodes_{word}", f"Nodes {word}", n)
+                for word, n in counts.items()]
     families += [_gauge(f"slurm_cpus_{k}", f"CPUs {k}", v) for k, v in cpus.items()]
     families += [_gauge("plurm_memory_alloc_megabytes", "Memory allocated to jobs (MB)", mem_alloc),
                  _gauge("plurm_memory_total_megabytes", "Memory of all nodes (MB)", mem_total),
