@@ -10,8 +10,9 @@ lost (a timeout), submit again with the same key: the controller answers with th
 first attempt created (``SubmitResult.duplicate``), never a second one.  Keys are per user
 (the verified uid) and kept as long as the job record (corescheduler/idempotency.py).
 
-Bulk: ``submit_many`` sends up to 10,000 prepared submissions in one message; the
-controller takes them in one turn and makes them durable in one commit before it answers.
+Bulk: ``submit_many`` sends prepared submissions, up to 10,000 (and 12 MiB) per message;
+the controller takes a message in one turn and makes it durable in one commit before it
+answers.
 """
 
 from __future__ import annotations
@@ -22,10 +23,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from plurm.grammar.options import OptionError
 from plurm.wire.client import ClientError, ClientSettings, Connection, read_settings
 
 BATCH_LIMIT = 10_000  # the controller's bound per submit_jobs message (corescheduler/idempotency.py)
+# Bytes per submit_jobs message: under the 16 MiB a controller takes per frame (wire/hardening.py).
+BATCH_BYTES = 12 * 1024 * 1024
+_encode = msgspec.json.Encoder().encode
 
 
 @dataclass(frozen=True)
@@ -110,22 +116,26 @@ class Client:
         return SubmitResult.from_reply(self.request("submit_job", body))
 
     def submit_many(self, bodies: Iterable[Mapping[str, Any]]) -> builtins.list[SubmitResult]:
-        """Many ``prepare``d submissions, BATCH_LIMIT per message, each message one commit.
-
-        Results are in order; a refused entry has ``error`` set and the rest still stand."""
+        """Many ``prepare``d submissions: BATCH_LIMIT jobs or BATCH_BYTES per message, each
+        message one controller turn and one commit.  Results are in order; a refused entry
+        has ``error`` set and the rest still stand.  Retry a batch that timed out with the
+        same keys: the jobs it made come back as duplicates."""
         results: builtins.list[SubmitResult] = []
-        batch: builtins.list[Mapping[str, Any]] = []
+        batch: builtins.list[bytes] = []
+        size = 0
         for body in bodies:
-            batch.append(body)
-            if len(batch) == BATCH_LIMIT:
+            encoded = _encode(body)
+            if batch and (len(batch) == BATCH_LIMIT or size + len(encoded) > BATCH_BYTES):
                 results.extend(self._submit_batch(batch))
-                batch = []
+                batch, size = [], 0
+            batch.append(encoded)
+            size += len(encoded) + 1
         if batch:
             results.extend(self._submit_batch(batch))
         return results
 
-    def _submit_batch(self, batch: Sequence[Mapping[str, Any]]) -> builtins.list[SubmitResult]:
-        reply = self.request("submit_jobs", {"jobs": builtins.list(batch)})
+    def _submit_batch(self, batch: Sequence[bytes]) -> builtins.list[SubmitResult]:
+        reply = self._conn.request("submit_jobs", b'{"jobs":[' + b",".join(batch) + b"]}")
         return [SubmitResult.from_reply(r) for r in reply["results"]]
 
     # ------------------------------------------------------------------ queries and control

@@ -141,3 +141,34 @@ def test_hostile_input_gets_typed_errors(cluster: Cluster) -> None:
         assert BATCH_LIMIT == MAX_BATCH
         for job in client.list_jobs(names=["mixed", "wrap"]):
             client.cancel(job["job_id"])
+
+
+def test_submit_many_splits_what_one_message_cannot_carry(cluster: Cluster) -> None:
+    """1,500 jobs of 10 KB environment each (15 MB): more than one message may carry
+    (16 MiB per frame), so two messages, two commits; every job accepted, in order."""
+    conf = str(cluster.conf)
+    environ = {"PATH": os.environ["PATH"], "BIG": "x" * 10_000}
+    bodies = [api.prepare(wrap="true", args=["--hold", "-J", "bigenv"], environ=environ) for _ in range(1500)]
+    with api.Client(conf, timeout=60) as client:
+        results = client.submit_many(bodies)
+        assert [r.error for r in results] == [None] * 1500
+        ids = [r.job_id for r in results]
+        assert ids == sorted(ids) and len(set(ids)) == 1500
+        assert len(client.list_jobs(names=["bigenv"])) == 1500
+        client.request("cancel_job", {"names": ["bigenv"]})
+
+
+def test_watch_follows_a_job_submitted_through_the_api(cluster: Cluster, tmp_path) -> None:
+    """submit -> watch (plurm/api/events.py, re-exported by plurm.api): the job's own events,
+    from its submission to its completion."""
+    conf = str(cluster.conf)
+    job = api.submit(wrap="true", args=["-o", str(tmp_path / "w-%j")], key="watch-me", conf=conf)
+    seen: list[str] = []
+    for event in api.watch(job=job.job_id, conf=conf):
+        if event.get("marker"):
+            continue
+        assert event["job_id"] == job.job_id
+        seen.append(event["event"])
+        if event["event"] in ("complete", "cancel"):  # (its last event, either way)
+            break
+    assert seen[0] == "submit" and "start" in seen and seen[-1] == "complete"
