@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from plurmtest import wait_for
 from resttest import ME, VERSIONS, Rest, call, get_job, validate, wait_job_state
 
 # ----------------------------------------------------------------------------- job/allocate
@@ -196,3 +197,71 @@ def test_reconfigure_for_administrators_only(rest: Rest) -> None:
     assert status != 200 and body["errors"], body
     validate(body, "v0.0.43", "GET", "reconfigure/")
     assert call(rest.url, "GET", "/slurm/v0.0.44/ping/", rest.token(), ME)[0] == 200
+
+
+# ----------------------------------------------------------------------------- later versions' paths
+
+
+def _running_job(rest: Rest, token: str, name: str) -> int:
+    desc = {"job": {"script": "#!/bin/sh\nsleep 600\n", "name": name, "current_working_directory": "/tmp",
+                    "requeue": True, "memory_per_node": {"set": True, "number": 100}}}
+    status, body = call(rest.url, "POST", "/slurm/v0.0.44/job/submit", token, ME, body=desc)
+    assert status == 200, body
+    wait_job_state(rest, token, body["job_id"], "RUNNING")
+    return body["job_id"]
+
+
+def test_resources_show_the_nodes_memory_and_cores_a_job_holds(rest: Rest) -> None:
+    token = rest.token()
+    job_id = _running_job(rest, token, "layout")
+    job = get_job(rest, token, job_id)
+    for version in ("v0.0.44", "v0.0.45"):
+        status, body = call(rest.url, "GET", f"/slurm/{version}/resources/{job_id}", token, ME)
+        assert status == 200, body
+        validate(body, version, "GET", "resources/{job_id}")
+        assert [n["node"] for n in body["nodes"]] == [job["nodes"]], body["nodes"]
+        layout = body["nodes"][0]
+        assert layout["mem_alloc"] == 100 and layout["core_bitmap"] == "0", layout
+        assert layout["sockets_per_node"] >= 1 and layout["cores_per_socket"] >= 1
+    status, body = call(rest.url, "GET", f"/slurm/v0.0.43/resources/{job_id}", token, ME)
+    assert status == 404, body  # (v0.0.44 added it)
+    call(rest.url, "DELETE", f"/slurm/v0.0.44/job/{job_id}", token, ME)
+    held = call(rest.url, "POST", "/slurm/v0.0.44/job/submit", token, ME,
+                body={"job": {"script": "#!/bin/sh\ntrue\n", "hold": True, "current_working_directory": "/tmp"}})[1]
+    status, body = call(rest.url, "GET", f"/slurm/v0.0.45/resources/{held['job_id']}", token, ME)
+    assert status == 400 and "not running" in body["errors"][0]["description"], body
+    validate(body, "v0.0.45", "GET", "resources/{job_id}")
+    status, body = call(rest.url, "GET", "/slurm/v0.0.45/resources/999999", token, ME)
+    assert status == 404, body
+    call(rest.url, "DELETE", f"/slurm/v0.0.44/job/{held['job_id']}", token, ME)
+
+
+def test_requeue_one_job_and_a_list(rest: Rest) -> None:
+    token = rest.token()
+    job_id = _running_job(rest, token, "requeue-one")
+    status, body = call(rest.url, "GET", f"/slurm/v0.0.45/job/{job_id}/requeue?Hold", token, ME)
+    assert status == 200, body
+    validate(body, "v0.0.45", "GET", "job/{job_id}/requeue")
+    assert [(s["job_id"], s["error_code"]) for s in body["status"]] == [(job_id, 0)], body
+    job = wait_job_state(rest, token, job_id, "PENDING")
+    # (RUNNING, now PENDING: requeued; and held after it, as asked)
+    assert job["priority"]["number"] == 0 and job["state_reason"].startswith("JobHeld"), job["state_reason"]
+    call(rest.url, "DELETE", f"/slurm/v0.0.44/job/{job_id}", token, ME)
+
+    other = _running_job(rest, token, "requeue-list")
+    status, body = call(rest.url, "POST", "/slurm/v0.0.45/jobs/requeue", token, ME,
+                        body={"jobs": [str(other), "999999"], "flags": []})
+    assert status == 200, body
+    validate(body, "v0.0.45", "POST", "jobs/requeue")
+    assert [[(s["job_id"], s["error_code"] == 0) for s in group] for group in body["status"]] == [
+        [(other, True)], [(999999, False)]], body["status"]
+    assert "Invalid job id" in body["status"][1][0]["error"]
+    # requeued, not held: back in the queue, then it runs again (its restart count says it did)
+    wait_for(lambda: get_job(rest, token, other)["restart_cnt"] >= 1, 30, f"job {other} requeued")
+    call(rest.url, "DELETE", f"/slurm/v0.0.44/job/{other}", token, ME)
+    for payload in ({"jobs": []}, {"jobs": ["x y"]}, {"jobs": ["1"], "flags": ["Never"]}, [1]):
+        status, body = call(rest.url, "POST", "/slurm/v0.0.45/jobs/requeue", token, ME, body=payload)
+        assert status == 400 and body["errors"], (payload, body)
+    status, body = call(rest.url, "GET", "/slurm/v0.0.45/job/999999/requeue", token, ME)
+    assert status == 404, body
+    assert call(rest.url, "GET", "/slurm/v0.0.44/job/1/requeue", token, ME)[0] == 404  # (v0.0.45's path)
