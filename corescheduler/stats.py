@@ -193,7 +193,7 @@ def aggregates(core: Any, user_name: Any = str) -> dict[str, Any]:
         nodes.append({"name": node.name, "state": state, "cpus": node.cpus, "alloc_cpus": node.alloc_cpus,
                       "mem": node.real_memory, "alloc_mem": node.alloc_mem, "gpus": gpus,
                       "alloc_gpus": min(gpus, node_gpus.get(node.name, 0)), "partitions": list(node.partitions),
-                      "responding": node.responding})
+                      "responding": node.responding, "cpu_load": node.cpu_load, "free_mem": node.free_mem})
         node_cpus[node.name] = node.cpus
         node_mem[node.name] = node.real_memory
         for device in node.devices:

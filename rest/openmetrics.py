@@ -107,7 +107,8 @@ def nodes(s: dict[str, Any]) -> list[Family]:
     cpus = {"alloc": 0, "idle": 0, "other": 0, "total": 0}
     mem_total = mem_alloc = gpus_total = gpus_alloc = 0
     per_node: dict[str, list[Sample]] = {k: [] for k in ("cpu_alloc", "cpu_idle", "cpu_other", "cpu_total",
-                                                        "mem_alloc", "mem_total", "status", "gpus_alloc", "gpus_total")}
+                                                        "mem_alloc", "mem_total", "status", "gpus_alloc", "gpus_total",
+                                                        "cpu_load", "free_mem")}
     for n in s.get("nodes", []):
         word = node_word(n["state"])
         counts[word] = counts.get(word, 0) + 1
@@ -128,6 +129,10 @@ def nodes(s: dict[str, Any]) -> list[Family]:
                            ("gpus_alloc", n["alloc_gpus"]), ("gpus_total", n["gpus"])):
             per_node[key].append((label, value))
         per_node["status"].append(({"node": n["name"], "status": n["state"].lower()}, 1))
+        if n.get("cpu_load") is not None:  # (what plurmd last reported)
+            per_node["cpu_load"].append((label, n["cpu_load"]))
+        if n.get("free_mem") is not None:
+            per_node["free_mem"].append((label, n["free_mem"]))
     families = [_gauge(f"{'plurm' if word == 'unknown' else 'slurm'}_nodes_{word}", f"Nodes {word}", n)
                 for word, n in counts.items()]
     families += [_gauge(f"slurm_cpus_{k}", f"CPUs {k}", v) for k, v in cpus.items()]
@@ -139,7 +144,7 @@ def nodes(s: dict[str, Any]) -> list[Family]:
                  _gauge("slurm_gpus_utilization", "GPUs allocated / configured",
                         gpus_alloc / gpus_total if gpus_total else 0.0)]
     for key, samples in per_node.items():
-        name = f"plurm_node_{key}" if key.startswith("gpus") else f"slurm_node_{key}"
+        name = f"plurm_node_{key}" if key.startswith(("gpus", "cpu_load", "free_mem")) else f"slurm_node_{key}"
         families.append(_gauge(name, f"Per node: {key.replace('_', ' ')}", samples))
     devices: dict[tuple[str, ...], int] = {}
     for d in s.get("devices", []):

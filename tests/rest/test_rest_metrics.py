@@ -53,6 +53,8 @@ def test_every_endpoint_is_valid_openmetrics_without_a_token(rest: Rest) -> None
         assert name in whole, name
     assert value(whole, "slurm_cpus_total") == 4  # 2 nodes x 2 CPUs
     assert value(whole, "slurm_node_mem_total", node="n1") == 2000
+    assert value(whole, "plurm_node_free_mem", node="n1") > 0  # plurmd's report
+    assert value(whole, "slurm_gpus_total") == 0 and value(whole, "slurm_gpus_utilization") == 0
 
 
 def test_counts_move_with_jobs_and_rpcs(rest: Rest) -> None:
