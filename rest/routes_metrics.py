@@ -11,7 +11,8 @@ Authentication, as Slurm 25.11's metrics endpoints:
   set and no ``MetricsParameters=ignore_private_data`` the controller refuses (403: off).
 
 The probes never need a token (a kubelet has none), and say as little as Slurm's: ``/livez``
-200 while plurmrestd serves; ``/readyz`` 200 when the controller answers a ping, else 503;
+200 while plurmrestd serves; ``/readyz`` 200 when a controller answers a ping and is in control with a
+working state store (each SlurmctldHost in turn), else 503;
 ``/healthz`` 200 while plurmrestd serves (the controller's state is readyz's business, so a
 controller outage makes Kubernetes stop routing to plurmrestd, not restart it).
 """
@@ -44,8 +45,9 @@ def _conf_words(ctl: Controller, key: str) -> set[str]:
     return {w.strip() for w in (value or "").split(",") if w.strip()}
 
 
-def _ask(ctl: Controller, token: str | None, user: str, msg_type: str, body: dict, timeout: float) -> dict:
-    conn = Connection(ctl.settings, timeout=timeout)
+def _ask(ctl: Controller, token: str | None, user: str, msg_type: str, body: dict, timeout: float,
+         host: str | None = None) -> dict:
+    conn = Connection(ctl.settings, host=host, timeout=timeout)
     try:
         if token:
             try:
@@ -96,13 +98,25 @@ async def livez(request: web.Request) -> web.Response:
     return _plain(200, "ok")
 
 
+def not_ready(ctl: Controller) -> str | None:
+    """Why no controller can serve (None: one answers, is in control and its store writes);
+    each SlurmctldHost in turn, so a backup that took over keeps plurmrestd ready."""
+    why = "controller unreachable"
+    for host in ctl.settings.hosts:
+        try:
+            answer = _ask(ctl, None, "", "ping", {}, PROBE_TIMEOUT_S, host)
+        except ClientError as exc:
+            why = f"controller unreachable ({exc.code})"
+            continue
+        if answer.get("active", True) and answer.get("store_ok", True):
+            return None
+        why = "no controller in control" if not answer.get("active", True) else "the controller's state store fails"
+    return why
+
+
 async def readyz(request: web.Request) -> web.Response:
-    ctl: Controller = request.app["ctl"]
-    try:
-        await asyncio.get_running_loop().run_in_executor(None, _ask, ctl, None, "", "ping", {}, PROBE_TIMEOUT_S)
-    except ClientError as exc:
-        return _plain(503, f"not ready: controller unreachable ({exc.code})")
-    return _plain(200, "ok")
+    why = await asyncio.get_running_loop().run_in_executor(None, not_ready, request.app["ctl"])
+    return _plain(200, "ok") if why is None else _plain(503, f"not ready: {why}")
 
 
 def register(app: web.Application, ctl: Controller) -> None:
