@@ -119,3 +119,66 @@ def test_delete_is_for_operators_and_removes_from_the_book(book: Rest) -> None:
     assert status == 200, body
     validate(body, "v0.0.43", "DELETE", "/slurmdb/{version}/user/{name}")
     assert "daemon" not in _listed(book, "user") and ME in _listed(book, "user")
+
+
+def test_post_adds_or_changes_accounts_users_and_qos(book: Rest) -> None:
+    token = book.token()
+    body = {"accounts": [{"name": "chem", "description": "chemistry", "organization": "uni"},
+                         {"name": "physics", "description": "physics dept", "organization": "uni",
+                          "mcs_label": "x"}]}
+    status, answer = call(book.url, "POST", "/slurmdb/v0.0.44/accounts/", token, ME, body=body)
+    assert status == 200, answer
+    validate(answer, "v0.0.44", "POST", "/slurmdb/{version}/accounts/")
+    assert any("mcs_label" in w["description"] for w in answer["warnings"]), answer["warnings"]
+    accounts = {a["name"]: a for a in _get(book, "v0.0.44", "accounts/")["accounts"]}
+    assert accounts["chem"]["description"] == "chemistry"
+    assert accounts["physics"]["description"] == "physics dept"  # (there already: changed)
+
+    body = {"users": [{"name": "daemon", "default": {"account": "chem"}},
+                      {"name": "nobody", "administrator_level": ["Operator"]}]}
+    status, answer = call(book.url, "POST", "/slurmdb/v0.0.45/users/", token, ME, body=body)
+    assert status == 200, answer
+    validate(answer, "v0.0.45", "POST", "/slurmdb/{version}/users/")
+    users = {u["name"]: u for u in _get(book, "v0.0.45", "users/")["users"]}
+    assert users["daemon"]["default"]["account"] == "chem"
+    assert users["nobody"]["administrator_level"] == ["Operator"]
+    call(book.url, "POST", "/slurmdb/v0.0.45/users/", token, ME,
+         body={"users": [{"name": "nobody", "administrator_level": ["None"]}]})
+    assert "nobody" in _listed(book, "user")
+
+    body = {"qos": [{"name": "fast", "description": "the fast lane", "priority": {"set": True, "number": 50},
+                     "preempt": {"list": ["scav"], "mode": ["REQUEUE"]},
+                     "limits": {"max": {"jobs": {"active_jobs": {"per": {"user": {"set": True, "number": 2}}}}}}}]}
+    status, answer = call(book.url, "POST", "/slurmdb/v0.0.43/qos/", token, ME, body=body)
+    assert status == 200, answer
+    validate(answer, "v0.0.43", "POST", "/slurmdb/{version}/qos/")
+    fast = _get(book, "v0.0.43", "qos/fast")["qos"][0]
+    assert fast["description"] == "the fast lane" and fast["priority"]["number"] == 50
+    assert fast["preempt"] == {**fast["preempt"], "list": ["scav"], "mode": ["REQUEUE"]}
+    assert fast["limits"]["max"]["jobs"]["active_jobs"]["per"]["user"]["number"] == 2
+    shown = book.cluster.run("sacctmgr", "-n", "-P", "show", "qos", "format=name,priority", check=True).stdout
+    assert "fast|50" in shown, shown
+
+
+@pytest.mark.parametrize("path, body, words", [
+    ("accounts/", {"accounts": []}, "a list of 1 to"),
+    ("accounts/", {"accounts": [{"description": "no name"}]}, "needs a name"),
+    ("users/", {"users": [{"name": "operator"}]}, "needs default.account"),
+    ("users/", {"users": [{"name": "nobody", "administrator_level": ["God"]}]}, "AdminLevel"),
+    ("qos/", {"qos": [{"name": "q", "preempt": {"mode": ["SOMETIMES"]}}]}, "preempt.mode"),
+    ("qos/", [1], "a list of 1 to"),
+])
+def test_bad_additions_are_refused_with_the_reason(book: Rest, path: str, body, words: str) -> None:
+    status, answer = call(book.url, "POST", f"/slurmdb/v0.0.44/{path}", book.token(), ME, body=body)
+    assert status in (400, 500) and answer["errors"], answer
+    assert words.lower() in answer["errors"][0]["description"].lower(), answer["errors"]
+    validate(answer, "v0.0.44", "POST", f"/slurmdb/{{version}}/{path}")
+    assert "operator" not in _listed(book, "user") and "q" not in _listed(book, "qos")
+
+
+def test_post_is_for_operators(book: Rest) -> None:
+    nobody = book.token("username=nobody")
+    status, answer = call(book.url, "POST", "/slurmdb/v0.0.44/accounts/", nobody, "nobody",
+                          body={"accounts": [{"name": "sneaky"}]})
+    assert status != 200 and answer["errors"], answer
+    assert "sneaky" not in _listed(book, "account")
