@@ -34,7 +34,7 @@ def _generate(rest: Rest, where: Path) -> ModuleType:
     (where / "openapi.json").write_text(json.dumps(doc))
     done = subprocess.run([sys.executable, "-m", "openapi_python_client", "generate", "--path",
                            str(where / "openapi.json"), "--meta", "none", "--output-path", str(where / PACKAGE),
-                           "--overwrite"], capture_output=True, text=True, timeout=300)
+                           "--overwrite"], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Warning" not in done.stdout + done.stderr, done.stdout + done.stderr  # (every path generated)
     sys.path.insert(0, str(where))
