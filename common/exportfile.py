@@ -33,7 +33,7 @@ def read(spec: str) -> dict[str, str]:
         else:
             with open(text, "rb") as fh:
                 data = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
+    except OSError:  # (22.05.8's words, whatever the reason)
         raise ExportFileError(f"Could not open user environment file {text}") from None
     if len(data) > MAX_BYTES:
         raise ExportFileError(f"--export-file={text}: more than {MAX_BYTES} bytes")

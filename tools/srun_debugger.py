@@ -65,12 +65,12 @@ def on_tasks(step: Any, body: dict[str, Any]) -> None:
     first = min(step.task_node) if step.task_node else 0
     node = step.task_node.get(first, "?")
     job, step_id = step.job["job_id"], step.step["step_id"]
+    clock = time.strftime("%Y-%m-%dT%H:%M:%S")
     lines = table.lines() + [
         "srun: forcing job termination",
         "srun: got SIGCONT",  # (22.05's srun says so here: its own SIGCONT handler's line)
         "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
-        f"slurmstepd-{node}: error: *** STEP {job}.{step_id} ON {node} CANCELLED AT "
-        f"{time.strftime('%Y-%m-%dT%H:%M:%S')} ***"]
+        f"slurmstepd-{node}: error: *** STEP {job}.{step_id} ON {node} CANCELLED AT {clock} ***"]
     print("\n".join(lines), file=sys.stderr, flush=True)
     for target in range(len(step.step["nodes"])):  # each plurmstepd SIGKILLs its (stopped) tasks
         step._to_node(target, "kill_tasks", {})

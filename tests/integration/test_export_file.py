@@ -11,10 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from plurmtest import Cluster, command, start_cluster, wait_for
-
 from plurm.common import exportfile
+from plurmtest import Cluster, command, start_cluster, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +30,8 @@ SHOW = "printf '[%s][%s][%s][%s]' \"$EF_A\" \"$EF_B\" \"${EF_OUTER-unset}\" \"${
 def _batch(cl: Cluster, tmp_path: Path, name: str, *args: str, fds: tuple[int, ...] = ()) -> str:
     out = tmp_path / name
     done = subprocess.run(command("sbatch") + [*args, "-o", str(out), "--wrap", SHOW], capture_output=True,
-                          text=True, env=dict(cl.env, EF_OUTER="outer"), cwd=tmp_path, pass_fds=fds, timeout=60)
+                          text=True, env=dict(cl.env, EF_OUTER="outer"), cwd=tmp_path, pass_fds=fds, timeout=60,
+                          check=False)
     assert done.returncode == 0, done.stderr
     wait_for(lambda: out.exists() and out.read_text().endswith("]"))
     return out.read_text()

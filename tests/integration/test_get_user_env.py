@@ -5,12 +5,10 @@ nobody alike: SLURM_GET_USER_ENV=1 in the job, more variables than without)."""
 from __future__ import annotations
 
 import subprocess
-
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from plurmtest import Cluster, command, start_cluster, wait_for
 
 
@@ -30,7 +28,7 @@ def _batch(cl: Cluster, tmp_path: Path, name: str, *args: str) -> str:
     out = tmp_path / name
     env = {k: v for k, v in cl.env.items() if k != "MAIL"}  # (the login shell's su sets MAIL)
     done = subprocess.run(command("sbatch") + [*args, "-o", str(out), "--wrap", SHOW], capture_output=True, text=True,
-                          env=dict(env, GUE_MINE="mine"), cwd=tmp_path, timeout=60)
+                          env=dict(env, GUE_MINE="mine"), cwd=tmp_path, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     wait_for(lambda: out.exists() and out.read_text().endswith("]\n"))
     return out.read_text().strip()

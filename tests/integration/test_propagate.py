@@ -14,10 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from plurmtest import Cluster, command, start_cluster, wait_for
-
 from plurm.common import rlimits
+from plurmtest import Cluster, command, start_cluster, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +37,8 @@ def _lowered() -> tuple[int, int]:
 def sh(cl: Cluster, script: str, cwd: Path) -> subprocess.CompletedProcess:
     """``script`` in a shell of its own (its ulimits), ``srun``/``sbatch`` as the installed commands."""
     script = script.replace("SRUN", shlex.join(command("srun"))).replace("SBATCH", shlex.join(command("sbatch")))
-    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, env=cl.env, cwd=cwd, timeout=60)
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, env=cl.env, cwd=cwd, timeout=60,
+                          check=False)
 
 
 READ = "echo $(ulimit -Sn) $(ulimit -Ss) $(env | grep -c ^SLURM_RLIMIT_)"

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from plurmtest import Cluster, start_cluster
 
 REF = Path(__file__).resolve().parent / "reference" / "srun-client"
@@ -60,7 +59,7 @@ def test_the_program_never_runs_and_each_task_has_its_own_pid(cl: Cluster, tmp_p
                   cwd=tmp_path)
     assert done.returncode == 137, done.stderr
     table = [m.groups() for m in re.finditer(r"^srun: task:(\d+), host:(\w+), pid:(\d+), executable:(\S+)$",
-                                             done.stderr, re.M)]
+                                             done.stderr, re.MULTILINE)]
     assert [(t, h, e) for t, h, _p, e in table] == [("0", "n1", "sh"), ("1", "n1", "sh"), ("2", "n2", "sh")]
     assert len({p for _t, _h, p, _e in table}) == 3
     assert sorted(line for line in done.stderr.splitlines() if line.endswith("Killed")) == [
