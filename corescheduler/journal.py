@@ -106,13 +106,15 @@ class Journal:
         self.ring.append(event)
         return event
 
-    def backlog(self, since: int, filt: Filter, viewer: Viewer) -> list[Event]:
-        """The events after ``since`` that ``viewer`` may see and ``filt`` selects."""
-        if not self.ring or since >= self.seq:
+    def backlog(self, since: int, filt: Filter, viewer: Viewer, until: int | None = None) -> list[Event]:
+        """The events after ``since`` (up to ``until``) that ``viewer`` may see and ``filt`` selects."""
+        until = self.seq if until is None else until
+        if not self.ring or since >= until:
             return []
         first = self.ring[0].seq
-        start = max(0, since + 1 - first)
-        return [e for i, e in enumerate(self.ring) if i >= start and filt.matches(e.body) and viewer.may_see(e.body)]
+        start, stop = max(0, since + 1 - first), until + 1 - first
+        return [e for i, e in enumerate(self.ring) if start <= i < stop and filt.matches(e.body)
+                and viewer.may_see(e.body)]
 
 
 @dataclass(slots=True)

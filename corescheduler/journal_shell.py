@@ -26,6 +26,10 @@ log = logging.getLogger("plurmctld")
 
 NODE_SCAN_S = 0.5  # nodes' states are compared at most this often when no job moved
 EXPIRE_S = 1.0
+# Events of a burst go out together, at most this often (a message per subscriber costs a seal,
+# ~30 us, whatever it holds): the first after a quiet spell leaves at once, the rest of a burst
+# at the next turn after this much time (the loop turns at least every TICK_S, 0.5 s).
+COALESCE_S = 0.05
 MAX_FILTER_ITEMS = 1000  # per filter list: a subscription's cost per event stays bounded
 
 
@@ -39,6 +43,8 @@ class EventShell:
         self.pending: list[dict[str, Any]] = []
         self.last_scan = 0.0
         self.last_expire = 0.0
+        self.last_fanout = 0.0
+        self.unsent: list[Any] = []  # in the journal, not yet sent to subscribers (COALESCE_S)
         self._sync()
         ctl.handlers["journal_subscribe"] = self.on_subscribe
 
@@ -51,6 +57,7 @@ class EventShell:
             return core is not None
         self.core = core
         self.pending.clear()
+        self.unsent.clear()
         if core is not None:
             self.deriver.seed(core)
         return False
@@ -70,12 +77,14 @@ class EventShell:
         if bodies or now - self.last_scan >= NODE_SCAN_S:
             bodies.extend(self.deriver.node_events(self.core, now))
             self.last_scan = now
-        if not bodies and now - self.last_expire < EXPIRE_S:
-            return
-        events = [self.journal.append(body) for body in bodies]
-        deliveries, dropped = self.hub.fanout(events)
-        for sub, batch in deliveries:
-            self._send(sub.ident, b'{"events":[' + b",".join(e.raw for e in batch) + b"]}")
+        self.unsent.extend(self.journal.append(body) for body in bodies)
+        dropped: list[tuple[bytes, str]] = []
+        if self.unsent and now - self.last_fanout >= COALESCE_S:
+            deliveries, dropped = self.hub.fanout(self.unsent)
+            for sub, batch in deliveries:
+                self._send(sub.ident, b'{"events":[' + b",".join(e.raw for e in batch) + b"]}")
+            self.unsent = []
+            self.last_fanout = now
         if now - self.last_expire >= EXPIRE_S:
             dropped.extend(self.hub.expire(now))
             self.last_expire = now
@@ -110,8 +119,10 @@ class EventShell:
         viewer = Viewer(uid, service.private("jobs", who), service.private("nodes", who))
         filt = Filter(frozenset(msg.job_ids), frozenset(msg.users), frozenset(msg.partitions), frozenset(msg.events))
         sub = self.hub.subscribe(ident, viewer, filt, msg.window, now)
-        backlog = [] if msg.since == -1 else self.journal.backlog(msg.since or 0, filt, viewer)
-        head = protocol.encode({"marker": True, "seq": self.journal.seq, "window": sub.window,
+        # The marker: the last event sent to subscribers; those after it reach this one live.
+        marker = self.unsent[0].seq - 1 if self.unsent else self.journal.seq
+        backlog = [] if msg.since == -1 else self.journal.backlog(msg.since or 0, filt, viewer, marker)
+        head = protocol.encode({"marker": True, "seq": marker, "window": sub.window,
                                 "timeout": self.hub.timeout_s})
         # {"marker":..., "events":[backlog]}: each event's JSON as encoded once for all.
         return head[:-1] + b',"events":[' + b",".join(e.raw for e in backlog) + b"]}"

@@ -37,6 +37,7 @@ def test_ring_keeps_the_last_n_and_numbers_them() -> None:
     assert [e.body["job_id"] for e in journal.backlog(0, Filter(), everyone)] == [3, 4, 5]
     assert [e.seq for e in journal.backlog(4, Filter(), everyone)] == [5]
     assert journal.backlog(5, Filter(), everyone) == []
+    assert [e.seq for e in journal.backlog(0, Filter(), everyone, until=4)] == [3, 4]  # (not yet sent: not backlog)
     assert msgspec.json.decode(journal.ring[-1].raw)["seq"] == 5  # encoded once, seq included
 
 
