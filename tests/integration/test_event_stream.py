@@ -164,3 +164,40 @@ def test_squeue_iterate_prints_the_changes(cluster: Cluster, workdir: Path) -> N
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+WATCH_SCRIPT = """
+import json
+from plurm.wire.journal_client import Subscription
+with Subscription(events=["submit"]) as sub:
+    print(json.dumps(sorted({e["job_id"] for e in sub.backlog})))
+"""
+
+
+def test_private_data_keeps_other_users_events_from_a_watcher(munged, test_users) -> None:
+    """PrivateData=jobs: the stream shows plurmtb only its own jobs' events; root sees all."""
+    import json
+    import subprocess
+    import sys
+
+    from mungetest import start_munge_cluster
+    from osusers import as_user
+
+    cluster = start_munge_cluster(munged, extra="PrivateData=jobs")
+    try:
+        a, b = test_users["plurmta"], test_users["plurmtb"]
+        theirs = cluster.sbatch_as(a, "-H", "-o", "/dev/null", "--wrap", "true")
+        mine = cluster.sbatch_as(b, "-H", "-o", "/dev/null", "--wrap", "true")
+
+        def seen(user=None) -> list[int]:
+            env = dict(cluster.env, **({"HOME": user.home, "USER": user.name} if user else {}))
+            proc = subprocess.run([sys.executable, "-c", WATCH_SCRIPT], capture_output=True, text=True, env=env,
+                                  timeout=60, **(as_user(user) if user else {}))
+            assert proc.returncode == 0, proc
+            return json.loads(proc.stdout)
+
+        assert seen(b) == [mine]
+        assert seen(a) == [theirs]
+        assert seen() == sorted([theirs, mine])  # root: everything
+    finally:
+        cluster.stop()
