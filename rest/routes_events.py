@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -68,18 +69,19 @@ def sse(name: str, data: bytes, seq: int | None = None) -> bytes:
     return f"{head}event: {name}\n".encode() + b"data: " + data + b"\n\n"
 
 
-def register(app: web.Application, ctl: Controller) -> None:
+def register(app: web.Application, ctl: Controller, caller_of: Callable[[web.Request], Any],
+             auth_missing: type[Exception]) -> None:
+    """Add the path; ``caller_of`` (raising ``auth_missing``) reads a request's token, as
+    rest/server.py does for every path (passed in: server imports this module)."""
     from plurm.wire import lightjson as json
 
     def encode(obj: Any) -> bytes:
         return json.dumps(obj).encode()
 
     async def events(request: web.Request) -> web.StreamResponse:
-        from plurm.rest.server import AuthMissing, caller_of  # (server imports this module at start)
-
         try:
             caller = caller_of(request)
-        except AuthMissing as exc:
+        except auth_missing as exc:
             return responses.failure(request, VERSION, ctl.cluster, 401, f"Authentication failure: {exc}",
                                      "AuthenticationError", "rest_auth/jwt")
         loop = asyncio.get_running_loop()
