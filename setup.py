@@ -16,7 +16,7 @@ import sys
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
-SUBPACKAGES = ["corescheduler", "nodeagent", "wire", "common", "plugins", "accel", "grammar", "tools", "rest"]
+SUBPACKAGES = ["corescheduler", "nodeagent", "wire", "common", "plugins", "accel", "grammar", "tools", "rest", "api"]
 
 # Each kernel is compiled from a ``*_c.py`` link to its pure-Python twin
 # ``*_py.py`` (aiohttp's reader_c/reader_py arrangement), typed by ``*_c.pxd``.
@@ -29,7 +29,7 @@ KERNELS = [
 # The user commands are thin scripts in bin/ (see bin/squeue: pip's console-script
 # template imports `re` on every start); the daemons and `plurm` are entry points.
 USER_COMMANDS = ["sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sprio", "sshare",
-                 "sacctmgr", "sstat", "sattach"]
+                 "sacctmgr", "sstat", "sattach", "sdiag"]
 COMMANDS = [
     "plurm=plurm.tools.plurm:main",
     "plurmctld=plurm.corescheduler.plurmctld:main",
@@ -122,6 +122,7 @@ setup(
         "PyYAML>=5.1",  # --yaml on squeue, sinfo, sacct, sshare, scontrol (imported only then)
         "aiohttp>=3.9",  # plurmrestd's HTTP server (docs/rest.md says why this one)
         "PyJWT>=2.8",  # scontrol token and AuthAltTypes=auth/jwt (HS256)
+        "rich>=13",  # plurm top's live terminal view (imported only by it)
     ],
     extras_require={
         "test": [
@@ -150,6 +151,8 @@ setup(
             "openapi-schema-validator>=0.6",
             "openapi-spec-validator>=0.7",  # plurmrestd's /openapi.json is a valid document (tests/rest)
             "schemathesis>=4",  # requests generated from plurmrestd's document (tests/rest, -m slow)
+            "prometheus-client>=0.20",  # /metrics parsed by the reference OpenMetrics parser (tests/rest)
+            "openapi-python-client>=0.29",  # a client generated from /openapi.json (tests/rest, contract)
         ],
         # The client libraries, for users who drive plurm with them (also in "test").
         "clients": ["submitit==1.5.4", "dask-jobqueue==0.9.0", "dask[distributed]==2026.8.0"],

@@ -45,8 +45,11 @@ from plurm.corescheduler import jwt_auth
 from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.failover_shell import FailoverShell
+from plurm.corescheduler.journal_shell import EventShell
 from plurm.corescheduler.mailer import Mailer
 from plurm.corescheduler.service import Service
+from plurm.corescheduler import stats_shell
+from plurm.corescheduler.stats import Stats
 from plurm.corescheduler import failover
 from plurm.corescheduler.store import StoreError
 from plurm.corescheduler.stores import open_store
@@ -79,6 +82,7 @@ class Controller(FailoverShell):
         self.auth = jwt_auth.with_tokens(self.auth, self.conf, self.daemon_uids)  # AuthAltTypes=auth/jwt
         self.node_routes: dict[str, bytes] = {}  # node -> routing id its daemon last spoke from
         self.log_limit = RateLimitedLog(log)
+        self.stats = Stats(time.time())  # sdiag's counters (stats.py)
         # Which SlurmctldHost entry this is, the store (SQLite or PostgreSQL) and the lease that
         # makes one controller of several the active one (failover.py, lease.py).
         self.endpoint = failover.choose_endpoint(self.conf.slurmctld_endpoints, host)
@@ -108,6 +112,7 @@ class Controller(FailoverShell):
         self.running = True
         self.handlers: dict[str, Callable[[dict, Any, bytes], Any]] = {
             "submit_job": self.on_submit,
+            "submit_jobs": self.on_submit_jobs,
             "job_info": self.on_job_info,
             "node_info": self.on_node_info,
             "cancel_job": self.on_cancel,
@@ -129,12 +134,14 @@ class Controller(FailoverShell):
             "config": self.on_config,
             "ping": self.on_ping,
             "auth_token": self.on_auth_token,
+            "stats": lambda header, msg, ident: stats_shell.answer(self, header, msg),
             "takeover": self.on_takeover,
             "node_register": self.on_node_register,
             "node_ping": self.on_node_ping,
             "job_ended": self.on_job_ended,
             "job_frozen": self.on_job_frozen,
         }
+        self.event_stream = EventShell(self)  # the event journal and journal_subscribe (journal_shell.py)
         if self.core is None:
             log.info("plurmctld (%s, %s) listening on %s:%s (%s): standing by", self.endpoint.name,
                      self.endpoint.mode, self.bind_addr, self.conf.slurmctld_port, self.auth.name)
@@ -169,7 +176,9 @@ class Controller(FailoverShell):
 
     def apply_effects(self) -> None:
         """Write what the core changed (the commit in flush() makes it durable)."""
-        self.store.apply(self.core.take_effects())
+        effects = self.core.take_effects()
+        self.event_stream.observe(effects)  # job and step events, published once committed
+        self.store.apply(effects)
         if self.core.accounts.dirty:
             self.store.save_accounts(self.core.accounts)
         node_admin = self.core.take_node_admin()  # drains, downs, reboots: kept across restarts
@@ -221,6 +230,7 @@ class Controller(FailoverShell):
             self.send_mail()  # (what it tells of is durable now)
         except StoreError as exc:  # never a crash: this turn's changes are refused, state rolled back
             self.refuse_turn(exc)
+        self.event_stream.publish()  # (after the commit: events of a refused turn are never sent)
         for frames in self.outbox:
             try:
                 self.sock.send_multipart(frames, flags=zmq.NOBLOCK)
@@ -274,6 +284,7 @@ class Controller(FailoverShell):
             self.log_limit.warning("malformed", "%s", exc)
             self.reply_error(ident, header.get("id"), str(exc), "MalformedMessage")
             return
+        began = time.perf_counter()  # (sdiag's RPC statistics: stats.py)
         try:
             result = handler(header, msg, ident)
         except RequestError as exc:
@@ -284,6 +295,7 @@ class Controller(FailoverShell):
             self.reply_error(ident, header.get("id"), f"internal error: {exc}", "InternalError")
             return
         finally:
+            self.stats.rpc(msg_type, header["uid"], time.perf_counter() - began)
             if self.service is not None:  # a standby answers ping and takeover only
                 self.dispatch(self.service.take_messages())
         if result is not None:
@@ -338,7 +350,11 @@ class Controller(FailoverShell):
                     self.dispatch(self.core.tick(time.time()))
                     next_tick = time.monotonic() + TICK_S
                 if self.core.need_schedule:
-                    self.dispatch(self.core.schedule(time.time()))
+                    began, backfill_due = time.perf_counter(), self.core.next_backfill
+                    out = self.core.schedule(time.time())
+                    self.stats.cycle(self.core.next_backfill != backfill_due, time.perf_counter() - began,
+                                     self.core.sched_depth, time.time())  # (sdiag: stats.py)
+                    self.dispatch(out)
             except Exception:  # a scheduling bug must not stop the controller
                 log.exception("scheduling pass failed")
                 self.core.need_schedule = False
@@ -357,6 +373,10 @@ class Controller(FailoverShell):
         if msg.spec.dependency:
             self._seed_archive(dependency_targets(msg.spec.dependency))
         return self.service.submit(msg, self._submitter(header, msg.spec.other_options), time.time())
+
+    def on_submit_jobs(self, header: dict, msg: protocol.SubmitJobs, ident: bytes) -> Any:
+        # Bulk: all in this turn, so flush() makes them durable in one commit before the reply.
+        return self.service.submit_jobs(msg, lambda one: self.on_submit(header, one, ident))
 
     def _submitter(self, header: dict, options: dict[str, str]) -> Any:
         """Who a job is submitted as: its sender, or for root and SlurmUser the user and group

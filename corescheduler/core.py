@@ -127,6 +127,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         self.backfill_params = settings.backfill
         self.next_backfill = 0.0
         self.need_backfill = False
+        self.sched_depth = 0  # jobs the last scheduling pass considered (sdiag: stats.py)
         self.next_priority_calc = now + settings.priority_calc_period
         self.accounts = accounts or AccountBook()
         self.accounts.now = now
@@ -424,6 +425,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
             else:
                 candidates.append((job, demand))
         candidates = self._license_gate(candidates, now)  # -L: reason Licenses, planned over time (core_licenses.py)
+        self.sched_depth = len(candidates)  # the jobs this pass considers (sdiag's depth: stats.py)
         het_out = self._het_schedule(candidates, now)  # hetjobs wait out of the pass (core_hetjob.py)
         before = {job.job_id: job.reason for job, _ in candidates}
         if self.settings.scheduler_type == "sched/backfill" and now >= self.next_backfill:

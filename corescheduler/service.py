@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from plurm.corescheduler import authz
+from plurm.corescheduler import idempotency
 from plurm.corescheduler.accounts import ADMIN_OPERATOR, ADMIN_SUPER, AssociationError, parse_admin_level
 from plurm.corescheduler.core import ClusterCore, JobChanges, parse_task_ids
 from plurm.corescheduler.effects import Outgoing
@@ -29,6 +30,7 @@ class Service:
     def __init__(self, core: ClusterCore) -> None:
         self.core = core
         self._messages: list[Outgoing] = []
+        self.submit_keys = idempotency.SubmitKeys(core.jobs)  # idempotent submission (idempotency.py)
 
     def take_messages(self) -> list[Outgoing]:
         messages, self._messages = self._messages, []
@@ -58,6 +60,8 @@ class Service:
 
     # ------------------------------------------------------------------ jobs
     def submit(self, msg: protocol.SubmitJob, who: Identity, now: float) -> dict[str, Any]:
+        if msg.key is not None:  # a retry returns the job it made (idempotency.py)
+            return idempotency.submit_once(self.submit_keys, self.core.jobs, self.submit, msg, who, now)
         self.core.check_job_reservation(msg.spec, who)  # --reservation (core_resv.py)
         if msg.components:  # a heterogeneous job (core_hetjob.py): the leader's id answers
             return self._submit_hetjob(msg, who, now)
@@ -71,6 +75,11 @@ class Service:
                     "nodes": alloc.nodes if alloc else [], "cpus": sum(alloc.cpus) if alloc else 0,
                     "warnings": warnings}
         return {"job_id": job.job_id, "warnings": warnings}
+
+    def submit_jobs(self, msg: protocol.SubmitJobs, one: Callable[[protocol.SubmitJob], dict[str, Any]]
+                    ) -> dict[str, Any]:
+        """Bulk: each entry through ``one`` (the controller's submit), one turn (idempotency.py)."""
+        return idempotency.submit_many(one, msg)
 
     def _submit_hetjob(self, msg: protocol.SubmitJob, who: Identity, now: float) -> dict[str, Any]:
         for spec in msg.components:

@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from plurm.rest import objects
+from plurm.rest import diag_stats
 from plurm.rest.ctld import Caller, Controller
 from plurm.rest.jobdesc import JobDescError, submit_body
 from plurm.tools.dataparser import jobs as dp_jobs
@@ -106,7 +107,7 @@ def _jobs_body(reply: dict, jobs: list[dict]) -> dict:
 def _job_id(ctx: Ctx) -> str:
     text = ctx.request.match_info["job_id"]
     head = text.split("_", 1)[0].split("+", 1)[0]
-    if not (head.isascii() and head.isdigit()):
+    if not (head.isascii() and head.isdigit()) or len(head) > 10:  # (job ids are 32-bit, as Slurm's)
         raise RestError("Invalid job id specified", "InvalidJobId", "job_id", 404)
     return text
 
@@ -229,7 +230,9 @@ async def get_ping(ctx: Ctx) -> Result:
 
 async def get_diag(ctx: Ctx) -> Result:
     reply = await ctx.ask("job_info", {"all_states": True}, "slurm_get_statistics")
-    return {"statistics": objects.diag(reply.get("jobs", []), reply.get("now") or time.time(), ctx.started)}, []
+    statistics = objects.diag(reply.get("jobs", []), reply.get("now") or time.time(), ctx.started)
+    counters = await ctx.ask("stats", {"counters_only": True}, "slurm_get_statistics")
+    return {"statistics": diag_stats.fill(statistics, counters)}, []  # RPC and cycle counters (diag_stats.py)
 
 
 def _job_resp_empty() -> dict:

@@ -29,11 +29,19 @@ from plurm.rest.routes import ROUTES as BASE_ROUTES
 from plurm.rest.routes import Ctx, RestError
 from plurm.rest.routes_db import DB_ROUTES
 from plurm.rest.routes_more import MORE_ROUTES
+from plurm.rest.routes_alloc import ALLOC_ROUTES
+from plurm.rest.routes_resv import RESV_ROUTES
+from plurm.rest.routes_jobctl import JOBCTL_ROUTES
+from plurm.rest.routes_dbmore import DBMORE_ROUTES
+from plurm.rest.routes_dbadd import DBADD_ROUTES
+from plurm.rest import routes_metrics
+from plurm.rest import routes_events
 
 log = logging.getLogger("plurmrestd")
 
 VERSIONS = ["v0.0.43", "v0.0.44", "v0.0.45"]
 ROUTES = BASE_ROUTES + MORE_ROUTES + DB_ROUTES
+ROUTES += ALLOC_ROUTES + RESV_ROUTES + JOBCTL_ROUTES + DBMORE_ROUTES + DBADD_ROUTES  # (issue 16)
 DEFAULT_LISTEN = "127.0.0.1:6820"  # slurmrestd's customary port
 MAX_BODY = 16 * 1024 * 1024  # a job script larger than this is refused (413)
 
@@ -96,6 +104,8 @@ def build_app(ctl: Controller) -> web.Application:
     started = time.time()
     for version in VERSIONS:
         for method, path, handler, empty in ROUTES:
+            if not openapi.offers(version, method, path):  # (a later version's path only)
+                continue
             answer = _wrap(version, handler, empty, ctl, started)
             full = openapi.full_path(version, path)
             app.router.add_route(method, full, answer)
@@ -108,6 +118,8 @@ def build_app(ctl: Controller) -> web.Application:
 
     for path in ("/openapi.json", "/openapi/v3", "/openapi"):
         app.router.add_get(path, spec)
+    routes_metrics.register(app, ctl)  # /metrics, /livez, /readyz, /healthz (no token: routes_metrics.py)
+    routes_events.register(app, ctl, caller_of, AuthMissing)  # GET /plurm/v0/events: the event stream as SSE (routes_events.py)
     return app
 
 

@@ -113,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--down", action="store_true", help="stop the cluster afterwards")
     why = sub.add_parser("why", help="why a job is in its state: reason, meaning, transition log")
     why.add_argument("job_id")
+    from plurm.tools.top import add_arguments as top_arguments  # (argparse only: rich loads on use)
+
+    top_arguments(sub.add_parser("top", help="a live view of the queue, nodes and throughput (the event stream)"))
     bench = sub.add_parser("bench", help="benchmarks (see docs/performance.md)")
     bench.add_argument("what", choices=["e2e", "scheduler"])
     bench.add_argument("rest", nargs=argparse.REMAINDER)
@@ -138,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         from plurm.tools.why import main as why_main
 
         return why_main(args.job_id)
+    if args.command == "top":
+        from plurm.tools.top import run as top_run
+
+        return top_run(args.once, args.interval)
     if args.command == "bench":
         from plurm.tools.bench import run_bench
 

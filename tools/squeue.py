@@ -333,12 +333,13 @@ def _needs_default_mem(opts: Options) -> bool:
     return bool(re.search(r"%\.?[0-9]*m", fmt)) or "minmemory" in fmt.lower()
 
 
-def run_once(opts: Options) -> tuple[list[tuple[str, str]], int]:
-    """One load and display: ([(stream, text)] in the order Slurm writes them, exit code)."""
+def run_once(opts: Options, source=None) -> tuple[list[tuple[str, str]], int]:
+    """One load and display: ([(stream, text)] in the order Slurm writes them, exit code);
+    ``source``: where the reply comes from instead of a request (-i: squeue_stream.py)."""
     from plurm.wire.client import ClientError, request
 
     try:
-        reply = request("job_info", _request_body(opts))
+        reply = source() if source is not None else request("job_info", _request_body(opts))
     except ClientError as exc:
         if opts.output is not None:
             return _json_once(opts, {}, _load_error(exc).split(": ", 1)[-1].strip())
@@ -405,6 +406,15 @@ def main(argv: list[str] | None = None) -> int:
         from plurm.tools.squeuesteps import run_steps
 
         return run_iterating(lambda: run_steps(opts), opts.iterate)
+    if opts.iterate and opts.output is None:  # -i: the event stream says when to ask again
+        from plurm.tools.squeue_stream import StreamedListing
+        from plurm.wire.client import request
+
+        source = StreamedListing(_request_body(opts), opts.users or [], opts.partitions or [], request)
+        try:
+            return run_iterating(lambda: run_once(opts, source), opts.iterate)
+        finally:
+            source.close()
     return run_iterating(lambda: run_once(opts), opts.iterate)
 
 

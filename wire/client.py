@@ -311,7 +311,7 @@ class Connection:
                         "ConnectError") from None
         return self._conn
 
-    def request_raw(self, msg_type: str, body: dict) -> tuple[dict, bytes]:
+    def request_raw(self, msg_type: str, body: dict | bytes) -> tuple[dict, bytes]:
         if len(self.hosts) == 1:
             return self._request_once(msg_type, body)
         import time
@@ -341,10 +341,12 @@ class Connection:
             time.sleep(0.2)
             order = list(self.hosts)
 
-    def _request_once(self, msg_type: str, body: dict) -> tuple[dict, bytes]:
+    def _request_once(self, msg_type: str, body: dict | bytes) -> tuple[dict, bytes]:
         conn = self._connect()
         try:
-            frames = envelope.seal(self.auth, msg_type, body)
+            # (bytes: a body encoded already, e.g. plurm.api's bulk submissions)
+            frames = envelope.seal_raw(self.auth, msg_type, body) if isinstance(body, bytes) \
+                else envelope.seal(self.auth, msg_type, body)
         except envelope.AuthError as exc:
             _auth_log(str(exc))
             raise ClientError(str(exc), exc.code) from None
@@ -368,7 +370,7 @@ class Connection:
             raise ClientError(err.get("message", "error"), err.get("code", "Error"), err.get("detail"))
         return header, payload
 
-    def request(self, msg_type: str, body: dict) -> dict:
+    def request(self, msg_type: str, body: dict | bytes) -> dict:
         return json.loads(self.request_raw(msg_type, body)[1])
 
     def daemon_uids(self) -> frozenset[int]:

@@ -230,6 +230,7 @@ class Job(msgspec.Struct, kw_only=True, omit_defaults=True):
     last_sched_eval: float | None = None
     cancel_state: str | None = None  # the state to record when plurmd reports the end
     cancel_uid: int | None = None  # who cancelled it (sacct: "CANCELLED by UID")
+    submit_key: str | None = None  # the submitter's idempotency key (corescheduler/idempotency.py)
     suspend_time: float | None = None  # when it was suspended (preempt SUSPEND); None: not suspended
     preempted_by: int | None = None  # the job it was suspended for
     planned_start: float | None = None  # backfill's reservation for a pending job (squeue --start)

@@ -27,6 +27,12 @@ class SubmitJob(Msg):
     test_only: bool = False
     # A heterogeneous job: its components after the first (``spec``), in order (core_hetjob.py).
     components: list[JobSpec] = []
+    key: str | None = None  # idempotency key: a retry returns the job it made (corescheduler/idempotency.py)
+
+
+class SubmitJobs(Msg):
+    """Many submissions in one request, one commit (plurm.api.submit_many)."""
+    jobs: list[SubmitJob] = []
 
 
 class JobInfoRequest(Msg):
@@ -207,6 +213,14 @@ class ShareInfoRequest(Msg):
 
 class Ping(Msg):
     pass
+
+
+class StatsRequest(Msg):
+    """sdiag, REST diag, /metrics: the controller's counters (corescheduler/stats_shell.py)."""
+
+    reset: bool = False  # sdiag -r (operators only)
+    metrics: bool = False  # a /metrics scrape: Slurm 25.11's MetricsAuthUsers/PrivateData rules
+    counters_only: bool = False  # without the job/node aggregates
 
 
 class AuthTokenRequest(Msg):
@@ -444,9 +458,27 @@ def pmi_message(kind: str, body: dict[str, Any]) -> Msg:
         raise SchemaError(f"malformed {kind} message: {exc}") from None
 
 
+class JournalSubscribe(Msg):
+    """The event stream (issue 16, docs/events.md; corescheduler/journal_shell.py): subscribe with
+    filters (empty: any) and the backlog after ``since`` (None: all the journal holds; -1: none);
+    or, on the same connection, ``renew`` with ``ack`` (live events read), or ``cancel``."""
+
+    job_ids: list[int] = []
+    users: list[str] = []
+    partitions: list[str] = []
+    events: list[str] = []
+    since: int | None = None
+    window: int = 0  # events sent and not acknowledged before the controller drops us (0: its default)
+    renew: bool = False
+    ack: int = 0
+    cancel: bool = False
+
+
 # Every request type a daemon accepts, by wire name.
 MESSAGE_TYPES: dict[str, type[Msg]] = {
     "submit_job": SubmitJob,
+    "submit_jobs": SubmitJobs,
+    "journal_subscribe": JournalSubscribe,  # the event stream (issue 16)
     "job_info": JobInfoRequest,
     "node_info": NodeInfoRequest,
     "cancel_job": CancelJob,
@@ -468,6 +500,7 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "share_info": ShareInfoRequest,
     "ping": Ping,
     "auth_token": AuthTokenRequest,
+    "stats": StatsRequest,
     "takeover": Takeover,
     "node_register": NodeRegister,
     "node_ping": NodePing,

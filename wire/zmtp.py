@@ -130,5 +130,45 @@ class DealerConnection:
             if not flags & _FLAG_MORE:
                 return frames
 
+    def fileno(self) -> int:
+        """The socket's descriptor, for an event loop to wait on (rest/routes_events.py)."""
+        return self._sock.fileno()
+
+    def readable(self, timeout: float) -> bool:
+        """Whether a message has begun to arrive within ``timeout`` s (then recv() reads it whole):
+        a stream's reader waits here, never inside a frame (journal_client.py).  Heartbeats
+        (ZMTP PING commands) that arrive meanwhile are answered here and are no message."""
+        import select
+        import time
+
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            self._skip_commands()
+            if self._buf and not self._buf[0] & _FLAG_COMMAND:
+                return True
+            if not select.select([self._sock], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                return False
+            chunk = self._sock.recv(65536)  # (readable: it does not block)
+            if not chunk:
+                raise ZmtpError("connection closed by peer")
+            self._buf += chunk
+
+    def _skip_commands(self) -> None:
+        """Complete command frames at the head of what has been read: PING answered, all dropped."""
+        buf = self._buf
+        while len(buf) >= 2 and buf[0] & _FLAG_COMMAND:
+            if buf[0] & _FLAG_LONG:
+                if len(buf) < 9:
+                    return
+                (size,), head = _struct.unpack(">Q", bytes(buf[1:9])), 9
+            else:
+                size, head = buf[1], 2
+            if len(buf) < head + size:
+                return
+            body = bytes(buf[head:head + size])
+            del buf[:head + size]
+            if body.startswith(b"\x04PING") and len(body) >= 7:
+                self._sock.sendall(_pong(body[7:]))
+
     def close(self) -> None:
         self._sock.close()

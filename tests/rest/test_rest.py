@@ -319,11 +319,18 @@ def test_openapi_document_holds_exactly_the_implemented_paths(rest: Rest) -> Non
     expected = {f"/slurm/{v}/{p}" for v in VERSIONS for p in
                 ["ping/", "diag/", "jobs/", "job/{job_id}", "job/submit", "nodes/", "node/{node_name}",
                  "partitions/", "reservations/", "licenses/", "partition/{partition_name}",
-                 "reservation/{reservation_name}", "shares"]}
+                 "reservation/{reservation_name}", "shares", "job/allocate", "jobs/state/", "reconfigure/",
+                 "reservation"]}
     expected |= {f"/slurmdb/{v}/{p}" for v in VERSIONS for p in ["jobs/", "job/{job_id}"]}
+    expected |= {f"/slurmdb/{v}/{p}" for v in VERSIONS for p in  # (rest/routes_dbmore.py)
+                 ["accounts/", "account/{account_name}", "users/", "user/{name}", "associations/", "association/",
+                  "qos/", "qos/{qos}"]}
+    expected |= {f"/slurm/{v}/resources/{{job_id}}" for v in VERSIONS[1:]}  # (v0.0.44+; requeue: v0.0.45's)
+    expected |= {"/slurm/v0.0.45/job/{job_id}/requeue", "/slurm/v0.0.45/jobs/requeue"}
     assert set(doc["paths"]) == expected
     assert set(doc["paths"]["/slurm/v0.0.44/job/{job_id}"]) == {"get", "delete", "post"}
-    assert set(doc["paths"]["/slurm/v0.0.43/reservation/{reservation_name}"]) == {"get"}
+    assert set(doc["paths"]["/slurm/v0.0.43/reservation/{reservation_name}"]) == {"get", "delete"}
+    assert set(doc["paths"]["/slurm/v0.0.45/reservations/"]) == {"get", "post"}
     assert set(doc["paths"]["/slurm/v0.0.44/node/{node_name}"]) == {"get", "post"}
     assert set(doc["paths"]["/slurm/v0.0.44/jobs/"]) == {"get", "delete"}
     assert call(rest.url, "GET", "/openapi/v3")[1] == doc
@@ -362,4 +369,4 @@ def test_schemathesis_over_the_implemented_paths(rest: Rest) -> None:
 
         run()
         checked.append(f"{operation.method.upper()} {operation.path}")
-    assert len(checked) == 48, checked  # 16 paths and methods (no POST) x 3 versions
+    assert len(checked) == 93, checked  # 30 paths and methods (no POST) x 3 versions, resources/ x 2, requeue
