@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from plurm.wire import protocol
-from plurm.common import environment
+from plurm.common import environment, rlimits
 from plurm.nodeagent import filenames, supervisor
 from plurm.nodeagent.prolog import TASK_PROLOG_SH, USER_TASK_PROLOG_SH
 
@@ -318,13 +318,15 @@ def start_batch(msg: protocol.LaunchJob, node_name: str, spool: str, where: dict
     env = environment.batch_environment(msg.job, msg.environment, node_name, binding=binding, **where)
     env.pop("SLURM_UMASK", None)  # applied, not shown to the script (as slurmstepd does)
     env = owner.environment(env)
+    limits = rlimits.take(env)  # SLURM_RLIMIT_*: sbatch's soft limits, set in the shell (common/rlimits.py)
     out_path, err_path, in_path = output_paths(msg, node_name)
     mode = "append" if msg.open_mode == "append" else "truncate"
     argv = ["/bin/sh", "-c", BATCH_SH, "slurmstepd", msg.work_dir, in_path, out_path,
             "" if err_path == out_path else err_path, mode, task_prolog or "", script_path, *msg.args]
     wait_dirs = sorted({os.path.dirname(p) for p in (out_path, err_path)} - {""})
     # (The payload stays in memory: the supervisor is a fork of this process, preexec_fn and all.)
-    payload = {"argv": argv, "env": env, "popen": owner.popen_kwargs(cgroup_procs), "run_dir": run_dir,
+    payload = {"argv": argv, "env": env, "popen": rlimits.preexec(owner.popen_kwargs(cgroup_procs), limits),
+               "run_dir": run_dir,
                "wait_s": OPEN_WAIT_S, "wait_dirs": wait_dirs, "dir_grace_s": dir_grace_s}
     pid, answers = supervisor.start(payload)
     try:

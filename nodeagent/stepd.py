@@ -29,9 +29,10 @@ import zmq
 
 from plurm.wire import envelope
 from plurm.wire.auth import KeyAuth
-from plurm.common import environment
+from plurm.common import environment, rlimits
 from plurm.nodeagent import confinement, container, launch, stepbind, stepusage
 from plurm.nodeagent.stepd_attach import Listeners
+from plurm.nodeagent.stepd_debugger import DebuggerTest
 from plurm.nodeagent.stepd_launch import NodeOptions
 from plurm.nodeagent.stepd_pmi import StepPmi
 from plurm.nodeagent.stepd_io import Stdin, TaskIo, start_task
@@ -88,6 +89,7 @@ def main() -> int:
 
     send("stepd_hello", {"node_id": msg["node_id"]})
     opts = NodeOptions(msg, payload, node_name, send)  # srun's node-side options (nodeagent/stepd_launch.py)
+    debugger = DebuggerTest.of(opts.opts)  # srun --debugger-test: the tasks start stopped (stepd_debugger.py)
     if not opts.begin():  # --bcast could not write the executable here: no task starts (srun was told)
         sock.close()
         attached.close()
@@ -105,7 +107,9 @@ def main() -> int:
     cgroup = _step_cgroup(payload.get("cgroup") or {})
     join = list((payload.get("cgroup") or {}).get("join") or []) if cgroup is not None else None
     gauge = stepusage.Gauge()
-    acct_every = float(payload.get("acct_freq", 30.0))
+    step_freq = opts.opts.get("acct_freq")  # srun --acctg-freq=task=N, over JobAcctGatherFrequency (a day at most)
+    acct_every = float(step_freq if isinstance(step_freq, int) and not isinstance(step_freq, bool)
+                       and 0 <= step_freq <= 86400 else payload.get("acct_freq", 30.0))
     next_sample = time.monotonic() + min(acct_every, 1.0) if acct_every > 0 else float("inf")
     bound = payload.get("binding") or {}  # each task's CPUs, NUMA nodes, GPUs (nodeagent/stepbind.py)
     for local_id, rank in enumerate(task_ids):
@@ -126,6 +130,7 @@ def main() -> int:
             send("task_exit", {"task": rank, "exit_code": 1, "signal": 0, "launch_failed": pmi.failed})
             continue
         env.update(pmi_env)
+        limits = rlimits.take(env)  # SLURM_RLIMIT_*: srun's soft limits, set in the task (common/rlimits.py)
         opts.task_env(rank, env)
         task_io = TaskIo.of(io, rank=rank, node_id=msg["node_id"], job_id=msg["job_id"], work_dir=msg["work_dir"],
                             shared=shared)
@@ -133,6 +138,8 @@ def main() -> int:
         if argv is None:
             opts.refuse(rank)
             continue
+        if debugger is not None:
+            argv = debugger.wrap(rank, argv)
         if env.get("SLURM_CONTAINER") and payload.get("oci") is not None:  # --container (nodeagent/container.py)
             try:
                 argv = container.task_argv(payload["oci"], argv, env, bundle=env["SLURM_CONTAINER"],
@@ -152,7 +159,7 @@ def main() -> int:
             started = start_task(argv, env, msg["work_dir"], launch.Owner.from_payload(payload["owner"]),
                                  payload.get("task_prolog"), task_io, join=join, cpus=place.get("cpus"),
                                  mems=place.get("mems"), mems_prefer=bool(place.get("mems_prefer")),
-                                 pass_fds=pmi_fds, user_prolog=opts.user_prolog)
+                                 pass_fds=pmi_fds, user_prolog=opts.user_prolog, limits=limits)
         except OSError as exc:
             text = f"slurmstepd: error: execve(): {msg['argv'][0]}: {exc.strerror}\n"
             send("task_output", {"task": rank, "stream": 2, "data": text})
@@ -180,6 +187,8 @@ def main() -> int:
                 readers[pipe.fileno()] = (rank, stream)
         if started.stdin_fd is not None:
             stdins[rank] = Stdin(started.stdin_fd)
+    if debugger is not None:  # once they have stopped: their pids to srun, which kills them
+        debugger.report(procs, send, msg["node_id"])
     for fd in readers:
         poller.register(fd, zmq.POLLIN)
     if pmi is not None:

@@ -18,6 +18,7 @@ import termios
 from dataclasses import dataclass
 from typing import Any
 
+from plurm.common import rlimits
 from plurm.nodeagent import filenames, launch
 
 # $1 stdin file (""), $2 stdout file (""), $3 its mode, $4 stderr file ("", "&1"), $5 its mode;
@@ -113,7 +114,8 @@ class Started:
 def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launch.Owner,
                task_prolog: str | None, io: TaskIo, join: list[str] | None = None,
                cpus: list[int] | None = None, mems: list[int] | None = None, mems_prefer: bool = False,
-               pass_fds: tuple[int, ...] = (), user_prolog: str | None = None) -> Started:
+               pass_fds: tuple[int, ...] = (), user_prolog: str | None = None,
+               limits: list[tuple[int, int]] | None = None) -> Started:
     """One task of a step, as its owner, with the streams ``io`` says; ``join``: its step's
     cgroup.procs files, which it enters before it becomes its owner (launch.Owner.popen_kwargs);
     ``cpus``/``mems``: its CPU mask and NUMA nodes (nodeagent/stepbind.py), set after that;
@@ -134,7 +136,8 @@ def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launc
             # a child of Popen is no group leader), so Ctrl-C on it is SIGINT to the task.
             proc = subprocess.Popen(["setsid", "-c", *command], cwd="/", env=env, stdin=slave, stdout=slave,
                                     stderr=slave, close_fds=True, pass_fds=pass_fds, restore_signals=True,
-                                    **_bound(owner.popen_kwargs(join), cpus, mems, mems_prefer))
+                                    **rlimits.preexec(_bound(owner.popen_kwargs(join), cpus, mems, mems_prefer),
+                                                      limits or []))
         except OSError:
             os.close(master)
             raise
@@ -150,7 +153,7 @@ def start_task(argv: list[str], env: dict[str, str], work_dir: str, owner: launc
     stderr = subprocess.DEVNULL if io.stderr == "null" else subprocess.PIPE
     proc = subprocess.Popen(command, cwd="/", env=env, stdin=stdin, stdout=stdout, stderr=stderr, close_fds=True,
                             pass_fds=pass_fds, restore_signals=True,
-                            **_bound(owner.popen_kwargs(join), cpus, mems, mems_prefer))
+                            **rlimits.preexec(_bound(owner.popen_kwargs(join), cpus, mems, mems_prefer), limits or []))
     stdin_fd = None
     if proc.stdin is not None:  # a bare descriptor, closed by Stdin at srun's end of input
         stdin_fd = os.dup(proc.stdin.fileno())

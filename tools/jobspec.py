@@ -38,6 +38,7 @@ _HANDLED |= {"mpi"}  # area: mpi
 _HANDLED |= {"het-group"}  # area: hetjob (srun --het-group: tools/srun_het.py; `:` and `#SBATCH hetjob` are no keys)
 _HANDLED |= {"wait", "cpu-freq", "gpu-freq", "switches", "bb", "bbf", "container", "reboot", "clusters",  # area: rest
              "cluster-constraint", "network", "power", "context", "batch", "x11"}  # (tools/options_rest.py)
+_HANDLED |= {"propagate", "export-file", "get-user-env"}  # area: options (tools/sbatch.py, tools/propagate.py)
 
 
 def _export_environment(export: dict[str, Any] | None, environ: dict[str, str], batch: bool = True) -> dict[str, str]:
@@ -204,8 +205,8 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
 
 # Options that change nothing in how Slurm runs a job (bookkeeping, output of the command
 # itself): plurm keeps them without a warning.
-_NO_EFFECT = {"wckey", "mcs-label", "acctg-freq", "profile", "quiet", "verbose", "ignore-pbs", "propagate",
-              "kill-on-invalid-dep", "export-file", "uid", "gid", "get-user-env", "job-name"}
+_NO_EFFECT = {"wckey", "mcs-label", "acctg-freq", "profile", "quiet", "verbose", "ignore-pbs",
+              "kill-on-invalid-dep", "uid", "gid", "job-name"}
 
 
 def not_acted_on(spec: dict[str, Any]) -> list[str]:

@@ -86,6 +86,15 @@ NOTES = {
                   "(gres.conf Cores=, else their NUMA nodes) can hold its CPUs, else Resources (free local CPUs "
                   "estimated as local minus allocated); plurmd gives GPU-local CPUs first; disable-binding: no "
                   "preference",
+    "get-user-env": "sbatch: the node fills the job's environment in with the user's login environment (`su -`), "
+                    "sbatch's values first, for any user as 22.05.8; its timeout and S/L mode are not applied (8 s); "
+                    "salloc: no effect",
+    "propagate": "the submitting process's soft limits (the names given, else PropagateResourceLimits less "
+                 "PropagateResourceLimitsExcept; ALL by default) as SLURM_RLIMIT_* to the node, set in the batch "
+                 "shell and each task, never above the node's hard limit",
+    "export-file": "the job's environment from NUL-separated NAME=value entries of the file or descriptor (3 and "
+                   "up) instead of sbatch's, --export's assignments over it, not read with --export=NONE (as "
+                   "22.05.8); at most 4 MiB",
 }
 # Options of srun and salloc only, that the commands act on themselves or not yet.
 OWN = {
@@ -114,8 +123,8 @@ OWN = {
     "interactive": ("acts", "salloc's interactive step: step id 4294967290, one task, holds nothing"),
     "resv-ports": ("acts", "with MpiParams=ports=P1-P2: SLURM_STEP_RESV_PORTS, no port shared by two running steps "
                            "(the first port dealt differs from 22.05's)"),
-    "debugger-test": ("no effect yet", "22.05 starts the tasks stopped and reports their pids; plurmstepd cannot "
-                                       "start them stopped yet"),
+    "debugger-test": ("acts", "the tasks stop before their program runs; srun prints each one's pid and executable "
+                              "as 22.05, then cancels the step (Killed, exit 137; 22.05's srun hangs there)"),
     # area: srun-node (tools/srun_launch.py, srun_bcast.py, common/multiprog.py, nodeagent/stepd_launch.py, bcast.py)
     "task-prolog": ("acts", "in each task's shell as its owner after TaskProlog; `export`/`unset`/`print` act"),
     "task-epilog": ("acts", "after each task as its owner, then TaskEpilog; killed after 10 s"),
@@ -138,6 +147,20 @@ NOT_YET = "no effect yet"
 KEPT = {
     "quiet": ("acts", ""), "verbose": ("acts", ""), "job-name": ("acts", ""),
     "kill-on-invalid-dep": ("acts", "read by the controller from the kept options (corescheduler/core.py)"),
+    "uid": ("acts", "root and SlurmUser only, from the verified sender (corescheduler/controller.py _submitter); "
+                    "sbatch's 22.05 refusal for others (tests/security/test_identity.py)"),
+    "gid": ("acts", "root and SlurmUser only, from the verified sender (corescheduler/controller.py _submitter); "
+                    "sbatch's 22.05 refusal for others (tests/security/test_identity.py)"),
+    "ignore-pbs": ("acts", "sbatch's parser skips the script's #PBS lines (tools/sbatch_cli.py)"),
+    "profile": ("acts (as Slurm without the plugin: AcctGatherProfileType=acct_gather_profile/none)",
+                "kept with the job; no profile is gathered, as 22.05 with no profile plugin"),
+    "mcs-label": ("acts (as Slurm without the plugin: MCSPlugin=mcs/none)",
+                  "kept with the job; no MCS label is applied, as 22.05 with mcs/none"),
+    "acctg-freq": ("partly", "srun: task=N is the step's sampling interval over JobAcctGatherFrequency (0: none while "
+                             "it runs); sbatch/salloc: kept, not passed on to the job's steps; energy/network/"
+                             "filesystem: no plugin, as Slurm without one"),
+    "wckey": ("acts", "kept with the job, shown by squeue %w and -O WCKey as 22.05.8 with TrackWCKey=No (tasks get "
+                      "no SLURM_WCKEY, scontrol names none); TrackWCKey and sacct's WCKey not implemented"),
 }
 
 

@@ -121,9 +121,28 @@ def main(argv: list[str] | None = None) -> int:
         default_name = os.path.basename(req.script_path)
     else:
         default_name = "sbatch"
-    spec = build_spec(options, default_name=default_name, environ=environ, batch=True, script=req.script_text,
+    from plurm.common import exportfile
+
+    try:  # --export-file: the job's environment from the file instead of sbatch's (common/exportfile.py)
+        job_environ, file_env = exportfile.job_source(options, environ)
+    except exportfile.ExportFileError as exc:
+        print(f"sbatch: error: {exc}", file=sys.stderr)
+        return 1
+    spec = build_spec(options, default_name=default_name, environ=job_environ, batch=True, script=req.script_text,
                       command=os.path.abspath(req.script_path) if req.script_path else None,
                       script_args=req.script_args, raw_options=req.raw_options)
+    for name, value in file_env.items():  # (a --export list keeps all the file's entries, as 22.05.8)
+        spec["environment"].setdefault(name, value)
+    if options.get("get-user-env") not in (None, False):  # the node adds the login environment (common/environment.py)
+        spec["environment"]["SLURM_GET_USER_ENV"] = "1"
+    from plurm.tools.propagate import PropagateError, submit_variables
+    from plurm.wire.client import conf_path
+
+    try:  # --propagate, PropagateResourceLimits: sbatch's soft limits, whatever --export says (tools/propagate.py)
+        spec["environment"].update(submit_variables("sbatch", options.get("propagate"), conf_path()))
+    except PropagateError as exc:
+        print(exc.line, file=sys.stderr)
+        return 1
     from plurm.tools.jobspec import not_acted_on
 
     from plurm.tools.jobspec_topology import spec_resources_notice

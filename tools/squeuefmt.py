@@ -315,7 +315,7 @@ FIELDS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "U": ("UID", ("userid",), lambda j, c: (str(_spec(j).get("user_id", 0)), True)),
     "v": ("RESERVATION", ("reservation",), lambda j, c: (_null(_spec(j).get("reservation")), True)),
     "V": ("SUBMIT_TIME", ("submittime",), lambda j, c: _time(j.get("submit_time"), c)),
-    "w": ("WCKEY", ("wckey",), lambda j, c: ("(null)", True)),
+    "w": ("WCKEY", ("wckey",), lambda j, c: (_null((_spec(j).get("other_options") or {}).get("wckey")), True)),
     "W": ("LICENSES", ("licenses",), lambda j, c: (str(_spec(j).get("licenses") or "(null)"), True)),
     "x": ("EXC_NODES", ("excnodes",), lambda j, c: (compress(_spec(j).get("exc_nodes") or []), True)),
     "X": ("CORE_SPEC", ("corespec",), lambda j, c: ("N/A", True)),

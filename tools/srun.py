@@ -311,6 +311,10 @@ class Step:
                         self.ended[body["task"]] = (int(body.get("exit_code") or 0), int(body.get("signal") or 0))
                     elif kind == "srun_words":  # a node's words for srun to say (tools/srun_launch.py)
                         srun_launch.say(self, body)
+                    elif kind == "debugger_tasks":  # --debugger-test: the stopped tasks (tools/srun_debugger.py)
+                        from plurm.tools import srun_debugger
+
+                        srun_debugger.on_tasks(self, body)
                     elif kind == "node_done":
                         self.nodes_done += 1
                     elif kind.startswith("pmi_") and self.pmi is not None:
@@ -457,6 +461,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for note in _binding_notes(options, conn.settings.conf):  # (22.05.8: as it reads the option)
         print(note, file=sys.stderr)
+    from plurm.tools.propagate import PropagateError, submit_variables
+
+    try:  # --propagate, PropagateResourceLimits: srun's soft limits for its tasks (tools/propagate.py)
+        environ.update(submit_variables("srun", options.get("propagate"), conn.settings.conf))
+    except PropagateError as exc:
+        print(exc.line, file=sys.stderr)
+        return 1
     mpi = srun_mpi.chosen(options.get("mpi"), conn.settings.conf)
     if mpi is None:
         return 1

@@ -107,6 +107,11 @@ def node_options(options: dict[str, Any], command: list[str] | None = None, ntas
         out["accel_bind"] = accel
     if options.get("multi-prog"):
         out["multi_prog"] = _multi_prog(command, ntasks)
+    if options.get("debugger-test"):  # the tasks start stopped (nodeagent/stepd_debugger.py)
+        out["debugger_test"] = True
+    freq = options.get("acctg-freq")  # --acctg-freq=task=N: the step's sampling interval (0: at its end only)
+    if isinstance(freq, dict) and isinstance(freq.get("task"), int):
+        out["acct_freq"] = freq["task"]
     try:
         bcast = srun_bcast.request(options, command, cwd or os.getcwd(), conf, notes)
     except srun_bcast.BcastError as exc:
