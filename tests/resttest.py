@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import re
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -90,6 +93,32 @@ class Rest:
 
     def log(self, name: str) -> str:
         return (self.cluster.dir / "log" / f"{name}.log").read_text(errors="replace")
+
+
+@contextmanager
+def rest_cluster(base: Path, nodes: int, cpus: int, memory: int, extra_conf: str) -> Iterator[Rest]:
+    """A real local cluster with plurmrestd (``plurm cluster up --rest``), slurm.conf plus
+    ``extra_conf``; stopped on the way out. Its work folder is ``base / "work"``."""
+    from plurm.tools.localcluster import ClusterShape, LocalCluster
+
+    local = LocalCluster(str(base / "cluster"))
+    local.write_files(ClusterShape(nodes=nodes, cpus_per_node=cpus, memory_per_node=memory))
+    conf = Path(local.conf_path)
+    conf.write_text(conf.read_text() + extra_conf)
+    env = dict(os.environ, SLURM_CONF=str(conf))
+    env.pop("SLURM_JOB_ID", None)
+    c = Cluster(Path(local.dir), conf, env)
+    out = c.up("--rest").stdout
+    try:
+        found = re.search(r"^export SLURM_RESTD_URL=(http://127\.0\.0\.1:\d+)$", out, re.M)
+        assert found, f"plurm cluster up --rest printed no URL: {out!r}"
+        key_file = Path(local.dir) / "jwt_hs256.key"
+        assert key_file.stat().st_mode & 0o077 == 0, "the JWT key is readable by others"
+        work = base / "work"
+        work.mkdir()
+        yield Rest(c, found.group(1), key_file.read_bytes(), work)
+    finally:
+        c.down()
 
 
 def get_job(rest: Rest, token: str, job_id: int, version: str = "v0.0.44") -> dict:

@@ -4,39 +4,21 @@ the listed users, root and SlurmUser may read; the probes stay open.  A cluster 
 
 from __future__ import annotations
 
-import os
-import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from plurmtest import Cluster
-from resttest import ME, Rest
+from resttest import ME, Rest, rest_cluster
 
 
 @pytest.fixture(scope="module")
 def rest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rest]:
-    from plurm.tools.localcluster import ClusterShape, LocalCluster
-
     base = tmp_path_factory.mktemp("rest_metrics_auth")
-    local = LocalCluster(str(base / "cluster"))
-    local.write_files(ClusterShape(nodes=1, cpus_per_node=2, memory_per_node=1000))
-    conf = Path(local.conf_path)
-    conf.write_text(conf.read_text() + "MetricsAuthUsers=nobody\nPrivateData=jobs\n")
-    env = dict(os.environ, SLURM_CONF=str(conf))
-    env.pop("SLURM_JOB_ID", None)
-    c = Cluster(Path(local.dir), conf, env)
-    out = c.up("--rest").stdout
-    try:
-        found = re.search(r"^export SLURM_RESTD_URL=(http://127\.0\.0\.1:\d+)$", out, re.M)
-        assert found, out
-        yield Rest(c, found.group(1), (Path(local.dir) / "jwt_hs256.key").read_bytes(), base)
-    finally:
-        c.down()
+    with rest_cluster(base, 1, 2, 1000, "MetricsAuthUsers=nobody\nPrivateData=jobs\n") as r:
+        yield r
 
 
 def get(rest: Rest, path: str, token: str | None = None) -> tuple[int, str]:
