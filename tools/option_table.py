@@ -88,7 +88,10 @@ NOTES = {
                   "preference",
     "get-user-env": "sbatch: the node fills the job's environment in with the user's login environment (`su -`), "
                     "sbatch's values first, for any user as 22.05.8; its timeout and S/L mode are not applied (8 s); "
-                    "salloc: no effect",
+                    "the value checked as 22.05.8 (`[timeout][L|S]`, else \"Invalid --get-user-env specification\", "
+                    "exit 255; grammar/getuserenv.py); salloc: the same check, then no effect: 22.05.8's salloc "
+                    "accepts it (its --help: \"used by Moab. See srun man page.\"; salloc(1) and srun(1) do not "
+                    "list it) and the command runs in salloc's own environment",
     "propagate": "the submitting process's soft limits (the names given, else PropagateResourceLimits less "
                  "PropagateResourceLimitsExcept; ALL by default) as SLURM_RLIMIT_* to the node, set in the batch "
                  "shell and each task, never above the node's hard limit",
@@ -135,7 +138,9 @@ OWN = {
     "compress": ("acts", "`lz4`/`none` accepted, others 22.05's refusal (the wire always uses zlib)"),
     "send-libs": ("acts", "the executable's libraries in `<copy>_libs`, first on LD_LIBRARY_PATH"),
     "slurmd-debug": ("acts", "plurmstepd's lines for the step at level N+2 on srun's stderr"),
-    "accel-bind": ("partly", "`g` as --gpu-bind=closest; `n` no effect (no NIC data); `v` prints nothing, as 22.05"),
+    "accel-bind": ("acts (as Slurm without gres/nic: GresTypes has no nic)",
+                   "`g` as --gpu-bind=closest; `n` binds nothing, as 22.05 with no NIC GRES to bind to (srun(1): "
+                   "tasks are bound to generic resources of type gpu and nic); `v` prints nothing, as 22.05"),
     # area: immediate (corescheduler/core_immediate.py, tools/allocation.py, salloc_watch.py)
     "immediate": ("acts", "-I: the controller fails a job its next pass did not start (22.05's causes); -I<secs>: "
                           "the command waits, then cancels; salloc exits SLURM_EXIT_IMMEDIATE"),
@@ -156,9 +161,12 @@ KEPT = {
                 "kept with the job; no profile is gathered, as 22.05 with no profile plugin"),
     "mcs-label": ("acts (as Slurm without the plugin: MCSPlugin=mcs/none)",
                   "kept with the job; no MCS label is applied, as 22.05 with mcs/none"),
-    "acctg-freq": ("partly", "srun: task=N is the step's sampling interval over JobAcctGatherFrequency (0: none while "
-                             "it runs); sbatch/salloc: kept, not passed on to the job's steps; energy/network/"
-                             "filesystem: no plugin, as Slurm without one"),
+    "acctg-freq": ("acts", "task=N: the sampling interval over JobAcctGatherFrequency (0: no sample while it runs, "
+                           "usage at the end only) of srun's step, and of sbatch's batch step (nodeagent/"
+                           "batch_freq.py); sbatch/salloc put it in the job's SLURM_ACCTG_FREQ, srun's input "
+                           "variable: the default of the job's steps (an srun's own wins); energy/network/"
+                           "filesystem: no plugin, as Slurm without one; no OverMemoryKill cap (plurm's memory "
+                           "limits are cgroups')"),
     "wckey": ("acts", "kept with the job, shown by squeue %w and -O WCKey as 22.05.8 with TrackWCKey=No (tasks get "
                       "no SLURM_WCKEY, scontrol names none); TrackWCKey and sacct's WCKey not implemented"),
 }
