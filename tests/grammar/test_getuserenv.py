@@ -9,10 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from plurmtest import command
-
 from plurm.grammar.getuserenv import parse_get_user_env
 from plurm.grammar.values import OptionValueError
+from plurmtest import command
 
 ACCEPTED = ["", "10", "10L", "10s", "-1", "+5", " 5", "5LS", "L", "S"]
 REFUSED = ["x", "10X", "+", "5 L"]
@@ -21,7 +20,7 @@ REFUSED = ["x", "10X", "+", "5 L"]
 def _run(prog: str, arg: str, home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     args = ["--wrap", "true"] if prog == "sbatch" else ["true"]
     full = dict(os.environ, PLURM_HOME=str(home), **(env or {}))
-    return subprocess.run(command(prog) + ([arg] if arg else []) + args, capture_output=True, text=True,
+    return subprocess.run(command(prog) + ([arg] if arg else []) + args, check=False, capture_output=True, text=True,
                           env=full, timeout=60)
 
 
