@@ -6,11 +6,10 @@ its man page does not list it (its --help: "used by Moab. See srun man page.")."
 
 from __future__ import annotations
 
-import re
-
+from plurm.grammar.lazyre import lazy  # (no `import re` on sbatch's start-up path)
 from plurm.grammar.values import OptionValueError
 
-_NUMBER = re.compile(r"\s*(?:[+-]?\d+)?")
+_NUMBER = lazy(r"\s*(?:[+-]?\d+)?")
 
 
 def parse_get_user_env(value: str, opt: str = "get-user-env") -> str:
