@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # annotations only: `typing` costs milliseconds of every sbat
     from typing import Any
 
 from . import structvalues, values
+from .getuserenv import parse_get_user_env
 from .values import OptionError, OptionValueError
 
 __all__ = ["Option", "OptionError", "OptionValueError", "OPTIONS", "ALL_OPTIONS", "PARSERS", "options_for",
@@ -101,7 +102,7 @@ exclusive||o|exclusive|bra|*:EXCLUSIVE
 export||r|export|br|b:EXPORT r:EXPORT_ENV r=SRUN_EXPORT_ENV
 export-file||r|string|b|
 extra-node-info|B|r|string|bra|
-get-user-env||n|flag|ba|b:GET_USER_ENV
+get-user-env||o|get_user_env|ba|b:GET_USER_ENV
 gid||r|string|bra|
 gpu-bind||r|gpu_bind|bra|*:GPU_BIND
 gpu-freq||r|gpu_freq|bra|*:GPU_FREQ
@@ -298,5 +299,6 @@ PARSERS: dict[str, Callable[..., Any]] = {
     "acctg_freq": values.parse_acctg_freq, "cpu_freq": values.parse_cpu_freq,
     "mem_bind": values.parse_mem_bind, "cpu_bind": values.parse_cpu_bind, "gpu_bind": values.parse_gpu_bind,
     "gpu_freq": values.parse_gpu_freq,
+    "get_user_env": parse_get_user_env,  # [timeout][L|S] (grammar/getuserenv.py)
     "switches": values.parse_switches,
 }

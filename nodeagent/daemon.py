@@ -47,6 +47,7 @@ from plurm.wire.hardening import bind_address, guard, guarded_router
 from plurm.common import environment
 from plurm.nodeagent import container, gpulocal, jobstate, launch, sampling, stepbind, stepusage
 from plurm.nodeagent.confinement import Confinement, ConfinementError, acct_frequency
+from plurm.nodeagent import batch_freq
 from plurm.nodeagent.daemon_children import ChildrenOfTheNode
 from plurm.nodeagent.devices import NodeDevices, UsageStats
 from plurm.nodeagent.jobstate import RunRecord, StepRecord
@@ -291,6 +292,7 @@ class NodeDaemon(ChildrenOfTheNode):
                          batch.supervisor, gpus, uid=msg.uid, cpus=cpus, err_path=err_path,
                          mem_limit=getattr(limits, "ram_bytes", None))
         self.jobs[job.key] = job
+        self.sampler.track(job, batch_freq.batch_every(msg.job))  # sbatch --acctg-freq=task=N (nodeagent/batch_freq.py)
         if batch.opening is not None and (not batch.opening.poll() or batch.opening.failure):
             # Its files are not open yet (a grace for its output directory), or could not be:
             # reap() reads the outcome on the loop's turns and reports a failure as a launch's.

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, Callable
 
-from plurm.nodeagent import jobstate, launch, stepusage
+from plurm.nodeagent import batch_freq, jobstate, launch, stepusage
 from plurm.common.stepd_texts import oom_message
 from plurm.nodeagent.confinement import Confinement
 from plurm.nodeagent.tracking import RunningJob
@@ -52,6 +52,7 @@ class Sampler:
         self.send = send
         self.node = node
         self.next_at = time.monotonic() + min(every_s, 1.0) if every_s > 0 else float("inf")
+        self.turn_at = self.next_at  # slurm.conf's turn (next_at: the next wake, a job's own sample may be sooner)
         self.gpu_files = sorted({f for f in confine.gpu_files if f})
 
     def pids(self, job: RunningJob) -> tuple[set[int], set[int]]:
@@ -65,19 +66,36 @@ class Sampler:
     def due(self) -> bool:
         return time.monotonic() >= self.next_at
 
+    def track(self, job: RunningJob, own_every: float | None) -> None:
+        """A job started here with its own --acctg-freq task interval (None: slurm.conf's)."""
+        if own_every is not None:
+            job.acct_every, job.acct_next = own_every, batch_freq.first_at(own_every, time.monotonic())
+            self.next_at = min(self.next_at, job.acct_next)
+
     def sample(self, jobs: list[RunningJob]) -> None:
-        self.next_at = time.monotonic() + self.every_s
+        now = time.monotonic()
+        turn = now >= self.turn_at  # slurm.conf's: the jobs without their own interval, and the policies
+        if turn:
+            self.turn_at = now + self.every_s if self.every_s > 0 else float("inf")
         for job in jobs:
+            own = job.acct_every is not None and now >= job.acct_next  # its own interval's sample is due
+            if own:
+                job.acct_next = now + job.acct_every if job.acct_every else float("inf")
             if job.kill_at is not None or job.frozen:
                 continue  # ending, or frozen: nothing to learn, nothing to act on
+            gauge = own or (turn and job.acct_every is None)
+            if not (gauge or (turn and self.policies)):
+                continue
             batch, every = self.pids(job)
             batch_tasks = stepusage.pids_usage(batch)
-            job.gauge.add(batch_tasks)
-            if self.policies:  # (falsy when no policy is on: no samples built at all)
+            if gauge:
+                job.gauge.add(batch_tasks)
+            if turn and self.policies:  # (falsy when no policy is on: no samples built at all)
                 # Unconfined, the batch step's processes are the job's: read once.
                 tasks = batch_tasks if every is batch else stepusage.pids_usage(every)
                 if tasks:
                     self._observe(job, every, tasks[0].rss_kb * 1024)
+        self.next_at = min([self.turn_at] + [j.acct_next for j in jobs if j.acct_every is not None])
 
     def _observe(self, job: RunningJob, pids: set[int], rss_bytes: int) -> None:
         from plurm.nodeagent.freezepolicy import Sample

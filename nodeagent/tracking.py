@@ -43,6 +43,10 @@ class RunningJob:
     mem_limit: int | None = None
     gauge: Gauge = field(default_factory=lambda: Gauge())
     frozen: bool = False
+    # Its sbatch --acctg-freq=task=N (None: JobAcctGatherFrequency) and its next sample then
+    # (time.monotonic()): nodeagent/batch_freq.py, nodeagent/sampling.py.
+    acct_every: float | None = None
+    acct_next: float = float("inf")
 
     @property
     def key(self) -> tuple[int, int]:

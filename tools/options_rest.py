@@ -99,6 +99,9 @@ def job_variables(prog: str, options: dict[str, Any]) -> dict[str, str]:
         value = options.get(option)
         if isinstance(value, str):
             out[name] = cpu_freq_text(value) if option == "cpu-freq" else value
+    from plurm.tools.acctg_freq import job_variables as acctg_variables
+
+    out.update(acctg_variables(prog, options))  # sbatch/salloc --acctg-freq: SLURM_ACCTG_FREQ, srun's default
     return out
 
 

@@ -225,15 +225,9 @@ def _apply_env(state: _State, prog: str, env: Mapping[str, str]) -> None:
                 continue
             state.from_env.add(opt.key)
         if var in env:
-            if opt.arg == "none" and opt.name != "get-user-env":
+            if opt.arg == "none":
                 if _env_true(env[var]):     # a flag: "yes" or a non-zero number sets it
                     state.apply(opt, None)
-            elif opt.arg == "none":
-                # SBATCH_GET_USER_ENV keeps 22.05's [timeout][L|S] value
-                if not re.fullmatch(r"\d*[LS]?", env[var]):
-                    raise OptionError([f"{prog}: error: Invalid --get-user-env "
-                                       "specification"], 255)
-                state.raw[opt.key], state.typed[opt.key] = env[var], True
             else:
                 state.apply(opt, env[var])
     extra = EXTRA_ENV.get(prog, {})
