@@ -270,7 +270,7 @@ def test_parsed_words_and_usage() -> None:
 # ------------------------------------------------------------------- one parser, and a cheap one
 # Every module of tools/ serves the user commands, except `plurm` itself (argparse, off the
 # commands' path) and what it runs: a new module is checked without being listed here.
-NOT_USER_COMMANDS = {"__init__", "plurm", "localcluster", "demo", "bench"}
+NOT_USER_COMMANDS = {"__init__", "plurm", "localcluster", "demo", "bench", "top"}  # plurm and its subcommands: argparse
 USER_COMMANDS = sorted(p.stem for p in (PKG / "tools").glob("*.py") if p.stem not in NOT_USER_COMMANDS)
 FORBIDDEN = ("import getopt", "from getopt", "gnu_getopt", "argparse", "optparse", "glibc_message",
              "def getopt_long")
