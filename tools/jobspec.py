@@ -203,15 +203,18 @@ def build_spec(options: dict[str, Any], *, default_name: str, environ: dict[str,
     return spec
 
 
-# Options that change nothing in how Slurm runs a job (bookkeeping, output of the command
-# itself): plurm keeps them without a warning.
-_NO_EFFECT = {"wckey", "mcs-label", "acctg-freq", "profile", "quiet", "verbose", "ignore-pbs",
+# Options kept as given in ``other_options`` without a warning: those the controller or the node
+# reads from there (uid, gid, wckey, acctg-freq, kill-on-invalid-dep), those the command itself
+# acts on (quiet, verbose, ignore-pbs, job-name), and those Slurm has no effect for either
+# without a plugin (profile, mcs-label). tests/tools/test_option_table.py: sbatch's
+# "accepts but does not act on" list is empty; the mechanism stays for future options.
+_KEPT_QUIETLY = {"wckey", "mcs-label", "acctg-freq", "profile", "quiet", "verbose", "ignore-pbs",
               "kill-on-invalid-dep", "uid", "gid", "job-name"}
 
 
 def not_acted_on(spec: dict[str, Any]) -> list[str]:
     """The kept options whose effect plurm does not produce yet: warn about them once."""
-    return sorted(k for k in spec.get("other_options", {}) if k not in _NO_EFFECT)
+    return sorted(k for k in spec.get("other_options", {}) if k not in _KEPT_QUIETLY)
 
 
 def _gres_text(value: Any) -> str:

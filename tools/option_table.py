@@ -2,7 +2,7 @@
 
 ``python -m plurm.tools.option_table`` rewrites the section "## Every sbatch, srun and salloc
 option" of docs/compatibility.md from the option table (grammar/options.py) and from what the
-commands act on (tools/jobspec.py's ``_HANDLED`` and ``_NO_EFFECT``); ``--print`` only prints it.
+commands act on (tools/jobspec.py's ``_HANDLED`` and ``_KEPT_QUIETLY``); ``--print`` only prints it.
 tests/tools/test_option_table.py fails when an option is missing from the page, or when the page
 says "acts" for an option sbatch still warns about.
 
@@ -148,7 +148,7 @@ OWN = {
                              "as 22.05.8 sends) to the command's process group"),
 }
 NOT_YET = "no effect yet"
-# Of jobspec._NO_EFFECT, those that do act (elsewhere than a JobSpec field).
+# Of jobspec._KEPT_QUIETLY, those that do act (elsewhere than a JobSpec field).
 KEPT = {
     "quiet": ("acts", ""), "verbose": ("acts", ""), "job-name": ("acts", ""),
     "kill-on-invalid-dep": ("acts", "read by the controller from the kept options (corescheduler/core.py)"),
@@ -181,8 +181,8 @@ def status(opt: Option) -> tuple[str, str]:
         return REST[key], NOTES.get(key, "")
     if key in KEPT:
         return KEPT[key]
-    if key in jobspec._NO_EFFECT:
-        return "no effect (kept, no warning)", "listed in tools/jobspec.py's _NO_EFFECT"
+    if key in jobspec._KEPT_QUIETLY:
+        return "no effect (kept, no warning)", "listed in tools/jobspec.py's _KEPT_QUIETLY"
     for area, keys in AREAS.items():
         if key in keys:
             if key in jobspec._HANDLED:

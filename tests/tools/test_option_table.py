@@ -53,3 +53,10 @@ def test_item_8s_options_no_longer_warn() -> None:
     for key in ("cpu-freq", "gpu-freq", "switches", "bb", "bbf", "container", "reboot", "clusters",
                 "cluster-constraint", "network", "power", "context", "batch", "wait"):
         assert not _warned(key), key
+
+
+def test_sbatch_warns_about_no_option_now() -> None:
+    """Issue 14's "done": the "accepts but does not act on" list is empty for every option sbatch
+    takes (each is acted on in the spec, or kept quietly for a part that reads it)."""
+    keys = {getattr(opt, "key", name) for name, opt in options_for("sbatch")[0].items()}
+    assert [k for k in sorted(keys) if _warned(k)] == []
