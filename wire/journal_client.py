@@ -71,7 +71,12 @@ class Subscription:
             if now >= self.renew_at or self.received - self.acked >= max(1, self.window // 2):
                 self._renew()
             wait = min(deadline, self.renew_at) - now
-            if not self._dealer.readable(wait):
+            try:
+                ready = self._dealer.readable(wait)
+            except OSError as exc:  # the connection's end (ZmtpError), nothing more to read
+                self.closed = True
+                raise ClientError(f"event stream lost: {exc}", "ConnectError") from None
+            if not ready:
                 if time.monotonic() >= deadline:
                     return []
                 continue
@@ -87,8 +92,12 @@ class Subscription:
         if time.monotonic() >= self.renew_at:
             self._renew()
         out: list[dict[str, Any]] = []
-        while self._dealer.readable(0):
-            out.extend(self._read_one())
+        try:
+            while self._dealer.readable(0):
+                out.extend(self._read_one())
+        except OSError as exc:  # the connection's end (ZmtpError)
+            self.closed = True
+            raise ClientError(f"event stream lost: {exc}", "ConnectError") from None
         return out
 
     def fileno(self) -> int:
@@ -96,12 +105,15 @@ class Subscription:
 
     def _renew(self) -> None:
         frames = envelope.seal(self.conn.auth, "journal_subscribe", {"renew": True, "ack": self.received})
+        self.renew_at = time.monotonic() + self.timeout / 3
         try:
             self._dealer.send([b""] + frames)
-        except OSError as exc:
-            raise ClientError(f"event stream lost: {exc}", "ConnectError") from None
+        except OSError:
+            # The controller may have dropped us and closed the connection, its last message (the
+            # reason, "dropped") still unread here: the next read raises Dropped, or reports the
+            # stream lost at the connection's end.
+            return
         self.acked = self.received
-        self.renew_at = time.monotonic() + self.timeout / 3
 
     def _read_one(self) -> list[dict[str, Any]]:
         try:
