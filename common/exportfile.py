@@ -13,11 +13,9 @@ MAX_BYTES, more is refused (the job's environment travels whole in its submissio
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 MAX_BYTES = 4 * 1024 * 1024
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class ExportFileError(Exception):
@@ -70,6 +68,11 @@ def parse(data: bytes) -> dict[str, str]:
     out: dict[str, str] = {}
     for entry in entries:
         name, sep, value = entry.partition("=")
-        if sep and _NAME.match(name):
+        if sep and _is_name(name):
             out[name] = value
     return out
+
+
+def _is_name(text: str) -> bool:
+    """A variable name, [A-Za-z_][A-Za-z0-9_]* (without `re`: sbatch imports this on every start)."""
+    return text.isascii() and text.isidentifier()

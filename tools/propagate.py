@@ -24,11 +24,10 @@ def submit_variables(prog: str, option: Any, conf: str | None) -> dict[str, str]
     --propagate list (a bad slurm.conf list falls back to ALL)."""
     limits = excepted = None
     if conf:
-        from plurm.wire.client import ClientError, conf_value
+        from plurm.wire.client import ClientError, conf_values
 
-        try:
-            limits = conf_value(conf, "PropagateResourceLimits")
-            excepted = conf_value(conf, "PropagateResourceLimitsExcept")
+        try:  # (one reading of slurm.conf: this runs on every sbatch and srun)
+            limits, excepted = conf_values(conf, "PropagateResourceLimits", "PropagateResourceLimitsExcept")
         except ClientError:
             pass
     try:

@@ -242,14 +242,19 @@ def _conf_lines(path: str, depth: int = 0, seen: tuple[str, ...] = ()) -> list[s
 def conf_value(path: str, key: str) -> str | None:
     """One slurm.conf key as a command reads it (the last line that sets it, Include files
     spliced in; keys are case-insensitive): srun's MpiDefault."""
-    value = None
-    lowered = key.lower()
+    return conf_values(path, key)[0]
+
+
+def conf_values(path: str, *keys: str) -> list[str | None]:
+    """Several slurm.conf keys, as :func:`conf_value` reads each, from one reading of the file."""
+    wanted = {key.lower(): i for i, key in enumerate(keys)}
+    values: list[str | None] = [None] * len(keys)
     for line in _conf_lines(path):
         for token in line.split():
             name, sep, rest = token.partition("=")
-            if sep and name.lower() == lowered:
-                value = rest
-    return value
+            if sep and name.lower() in wanted:
+                values[wanted[name.lower()]] = rest
+    return values
 
 
 def client_auth(settings: ClientSettings) -> auth.AuthPlugin:
