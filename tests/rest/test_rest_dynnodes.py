@@ -74,7 +74,7 @@ def test_new_node_refusals(rest: Rest, payload: dict, status: int, words: str) -
 def test_delete_refusals(rest: Rest, version: str) -> None:
     token = rest.token()
     status, body = call(rest.url, "DELETE", f"/slurm/{version}/node/n1", token, ME)
-    assert status == 500, body
+    assert status == 400, body
     validate(body, version, "DELETE", "node/{node_name}")
     assert "Can't delete non-dynamic node 'n1'." in body["errors"][0]["description"]
     status, body = call(rest.url, "DELETE", f"/slurm/{version}/node/nosuch", token, ME)
