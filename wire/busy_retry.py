@@ -20,10 +20,13 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
-from typing import IO, Any
 
 from plurm.wire.client import ClientError
+
+TYPE_CHECKING = False  # (typing costs ~2.5 ms where site has not imported it: annotations only)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import IO, Any
 
 BUSY_CODE = "Busy"  # the controller's refusal under overload (corescheduler/admission.py)
 MAX_RETRIES = 15  # as Slurm's sbatch
