@@ -159,21 +159,17 @@ class DynamicNodes:
         self._rebuild()
 
     def node_heard(self, node: Node) -> None:
-        """A created FUTURE or CLOUD node's plurmd registered: it is a node like the others now
-        (its record is written again, so that a restart remembers it registered)."""
-        if node.dynamic:
-            self._pending().put[node.name] = node
+        """A plurmd registers for a created node: FUTURE, CLOUD and DYNAMIC_NORM nodes are
+        nodes like the others from then on; an External node has no plurmd (refused)."""
+        if node.dynamic == "external":
+            raise RequestError(f"Node {node.name} is External: no node daemon registers for it", "NodeIsExternal")
 
-    def restore_dynamic_nodes(self, nodes: list[Node]) -> None:
-        """Nodes the store kept, added without the MaxNodeCount check (a smaller MaxNodeCount
-        after a restart keeps them, as Slurm keeps its node_state)."""
-        for node in nodes:
-            if node.name in self.nodes:
-                continue  # (slurm.conf has it now: the static definition wins)
-            node.partitions = []
-            self._join_partitions(node)
-            self.nodes[node.name] = node
-        self._rebuild()
+    def settle_restored(self) -> None:
+        """After a restart: External nodes have no plurmd to hear from, so SlurmdTimeout
+        never sets them DOWN (the core watches every node it was built with)."""
+        for node in self.nodes.values():
+            if node.dynamic == "external":
+                self.node_seen.pop(node.name, None)
 
     def take_dynamic_changes(self) -> tuple[list[Node], list[str]] | None:
         """(nodes to write, names to delete) since the last call, or None: for the store."""

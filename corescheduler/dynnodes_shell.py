@@ -59,6 +59,7 @@ def stored_nodes(ctl: Any) -> list[Any]:
 def after_load(ctl: Any) -> None:
     """slurm.conf's MaxNodeCount and partition rules, given to a core just built."""
     ctl.core.set_dynamic_limits(dynnodes_conf.limits(ctl.conf))
+    ctl.core.settle_restored()
 
 
 def before_reconfigure(ctl: Any, parts: dict[str, Any], conf: Any) -> None:
@@ -72,14 +73,20 @@ def after_reconfigure(ctl: Any, conf: Any) -> None:
 
 def on_register(ctl: Any, msg: protocol.NodeRegister) -> None:
     """plurmd -Z: a node slurm.conf lacks registers with its node line: it is created (the
-    MaxNodeCount check included); one already created comes back as it was."""
+    MaxNodeCount check included); one already created comes back as it was (its first shape
+    stays, as long as the node is not deleted); no plurmd may speak for an External node."""
     node = ctl.core.nodes.get(msg.node)
-    if node is not None:
-        ctl.core.node_heard(node)
-        return
-    if not msg.dynamic_conf:
-        return  # (the usual refusal follows: not in slurm.conf)
-    line = f"NodeName={msg.node} {msg.dynamic_conf}"
-    nodes = dynnodes_conf.parse_node_line(line, ctl.conf.slurmd_port, kind="norm")
-    ctl.core.create_nodes(nodes, time.time())
+    try:
+        if node is not None:
+            ctl.core.node_heard(node)
+            return
+        if not msg.dynamic_conf:
+            return  # (the usual refusal follows: not in slurm.conf)
+        line = f"NodeName={msg.node} {msg.dynamic_conf}"
+        nodes = dynnodes_conf.parse_node_line(line, ctl.conf.slurmd_port, kind="norm")
+        ctl.core.create_nodes(nodes, time.time())
+    except RequestError as exc:  # (plurmd is answered with it; the admin reads it here)
+        ctl.log_limit.warning("dynreg", "node %s registration refused: %s%s", msg.node, exc,
+                              f" ({exc.detail})" if exc.detail else "")
+        raise
     log.info("node %s registered as a dynamic node (plurmd -Z)", msg.node)

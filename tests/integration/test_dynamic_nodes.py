@@ -131,6 +131,14 @@ def test_external_node_is_shown_never_launched_on(dyn: Cluster, tmp_path: Path) 
     assert c.wait_state(other, "COMPLETED")["nodes"] != ["k1"]
     c.run("scancel", str(job_id), check=True)
     assert not (tmp_path / "ran-on-k1").exists()
+    # No plurmd speaks for an External node: its registration is refused, the node stays as it was.
+    proc = _plurmd_z(c, "k1", "CPUs=4")
+    try:
+        log = c.dir / "log" / "plurmctld.log"
+        wait_for(lambda: "node k1 registration refused: Node k1 is External" in log.read_text(), what="refusal")
+        assert not (_node(c, "k1") or {}).get("responding") and "State=IDLE+EXTERNAL " in _show(c, "k1")
+    finally:
+        _stop(proc)
 
 
 def test_plurmd_z_registers_runs_and_survives_restart(dyn: Cluster, tmp_path: Path) -> None:
@@ -165,6 +173,8 @@ def test_plurmd_z_registers_runs_and_survives_restart(dyn: Cluster, tmp_path: Pa
                  what="dz1 down")
         proc = _plurmd_z(c, "dz1", "CPUs=2 RealMemory=1000 Features=gpu")
         wait_for(lambda: (_node(c, "dz1") or {}).get("state") == "IDLE+DYNAMIC_NORM", what="dz1 back")
+        # More than SlurmdTimeout after the restart, the External node is not DOWN: nothing to hear from.
+        assert "State=IDLE+EXTERNAL " in _show(c, "k1")
     finally:
         _stop(proc)
     r = c.run("scontrol", "delete", "NodeName=dz1,k1")
