@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""sbatch and squeue, one process per call, against the real Slurm's C commands (issue 17 item 2).
+
+  python tests/bench/cli_bench.py [--plurm-bin DIR] [--plurm-conf SLURM_CONF] [--slurm-bin /usr/bin]
+                                  [--sbatch 100] [--small 1000] [--large 100000] [--slurm-large 5000]
+                                  [--reps 10] [--large-reps 5] [--no-slurm] [--json]
+
+In one run, for each side (plurm first, then the real Slurm):
+
+* ``sbatch``: ``--sbatch`` sequential ``sbatch --hold -J cli_<pid>sb --wrap true -o /dev/null``
+  processes, each timed from fork to exit (mean and median);
+* ``squeue (small)``: with ``--small`` of this run's held jobs queued (filled by
+  ``plurm.api.submit_many`` on plurm, by more ``sbatch`` processes on Slurm), ``--reps`` plain
+  ``squeue`` calls, mean and median, and how many lines they printed;
+* ``squeue (large)``: the same with ``--large`` queued on plurm and ``--slurm-large`` on Slurm
+  (its MaxJobCount is 10,000 here and the Slurm is shared by other sessions: the default
+  leaves them room; what it held is printed);
+
+then the ratios plurm/Slurm, and a breakdown of plurm's figures: the bare interpreter
+(``python -I -S -c pass``, ``python -c pass``), the imports (``python -X importtime``,
+minimum of 5 runs, summed over plurm's top-level imports and ``site``), the round trip in
+process (connect, seal, send, reply, open: ``ping`` and one held ``submit_job``), and for
+squeue at each size the reply's size, its receipt+decode and the formatting.
+
+Without ``--plurm-conf`` it starts a local cluster (``plurm cluster up``, 8 x 4 CPUs) in a
+temporary folder and stops it after.  Jobs are all held (nothing runs) and cancelled at the
+end, on both sides, also after a failure.  Real Slurm runs with ``PATH=/usr/sbin:/usr/bin:
+/sbin:/bin``.  Standard library and plurm only; nothing here is collected by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+SLURM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+TAG = f"cli_{os.getpid()}"
+
+
+def _timed(cmd: list[str], env: dict[str, str], runs: int) -> tuple[list[float], str]:
+    """Wall times (ms) of ``runs`` sequential runs of ``cmd``, and the last run's stdout."""
+    times, out = [], ""
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        times.append((time.perf_counter() - t0) * 1000)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
+        out = proc.stdout.decode()
+    return times, out
+
+
+def _stats(prefix: str, times: list[float], figures: dict[str, float]) -> None:
+    figures[f"{prefix}_mean_ms"] = statistics.mean(times)
+    figures[f"{prefix}_median_ms"] = statistics.median(times)
+
+
+class Side:
+    """One workload manager's commands: where they are and the environment they run in."""
+
+    def __init__(self, name: str, bindir: str, env: dict[str, str]) -> None:
+        self.name, self.bindir, self.env = name, bindir, env
+
+    def cmd(self, name: str, *args: str) -> list[str]:
+        return [os.path.join(self.bindir, name), *args]
+
+    def sbatch_cmd(self, suffix: str) -> list[str]:
+        return self.cmd("sbatch", "--hold", "-J", f"{TAG}{suffix}", "--wrap", "true", "-o", "/dev/null")
+
+    def queued(self) -> int:
+        out = subprocess.run(self.cmd("squeue", "-h", "-o", "%i"), env=self.env, capture_output=True, text=True)
+        return len(out.stdout.splitlines())
+
+    def cancel(self) -> None:
+        for suffix in ("sb", "fill"):
+            subprocess.run(self.cmd("scancel", "-n", f"{TAG}{suffix}"), env=self.env, capture_output=True)
+
+
+def measure_side(side: Side, args: argparse.Namespace, large: int, fill) -> dict[str, float]:
+    """sbatch, then squeue at ``--small`` and ``large`` of this run's jobs queued."""
+    figures: dict[str, float] = {}
+    times, _ = _timed(side.sbatch_cmd("sb"), side.env, args.sbatch)
+    _stats("sbatch", times, figures)
+    figures["queued_before"] = side.queued() - args.sbatch  # other sessions' jobs, on a shared Slurm
+    mine = args.sbatch
+    for label, target in (("small", args.small), ("large", large)):
+        if target > mine:
+            fill(target - mine)
+            mine = target
+        figures[f"{label}_jobs"] = mine
+        reps = args.reps if label == "small" else args.large_reps
+        times, out = _timed(side.cmd("squeue"), side.env, reps)
+        _stats(f"squeue_{label}", times, figures)
+        figures[f"squeue_{label}_lines"] = len(out.splitlines())
+    return figures
+
+
+# ----------------------------------------------------------------------------- plurm
+def _plurm_fill(conf: str):
+    def fill(count: int) -> None:
+        from plurm import api
+
+        body = api.prepare(wrap="true", args=["--hold", "-J", f"{TAG}fill", "-o", "/dev/null"],
+                           environ={k: os.environ[k] for k in ("PATH", "HOME", "USER") if k in os.environ})
+        with api.Client(conf, timeout=300) as client:
+            for start in range(0, count, 20_000):
+                results = client.submit_many([body] * min(20_000, count - start))
+                bad = [r.error for r in results if r.error]
+                if bad:
+                    raise RuntimeError(f"submit_many refused {len(bad)}: {bad[:3]}")
+    return fill
+
+
+def _import_breakdown(side: Side, runs: int = 5) -> dict[str, float]:
+    """Minimum over ``runs`` of ``-X importtime`` for sbatch and squeue: site, plurm, the rest."""
+    figures: dict[str, float] = {}
+    line = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \| ( *)(\S+)")
+    for command, args in (("sbatch", side.sbatch_cmd("sb")[1:]), ("squeue", [])):
+        best: dict[str, float] = {}
+        for _ in range(runs):
+            launcher = side.cmd(command)[0]
+            proc = subprocess.run([_interpreter(launcher), "-X", "importtime", launcher, *args], env=side.env,
+                                  capture_output=True, text=True)
+            seen: dict[str, float] = {}
+            for m in line.finditer(proc.stderr):
+                if not m[3]:  # top level: its cumulative time covers what it imported
+                    key = "site" if m[4] == "site" else "plurm" if m[4].startswith("plurm") else "other"
+                    seen[key] = seen.get(key, 0.0) + int(m[2]) / 1000
+            for key, value in seen.items():
+                best[key] = min(best.get(key, value), value)
+        for key, value in best.items():
+            figures[f"imports_{command}_{key}_ms"] = value
+    return figures
+
+
+def _interpreter(launcher: str) -> str:
+    with open(launcher, "rb") as handle:
+        first = handle.readline().decode().strip()
+    return first[2:].split()[0] if first.startswith("#!") else sys.executable
+
+
+def _inprocess_breakdown(conf: str) -> dict[str, float]:
+    """The round trip and squeue's decode and formatting, in this process (no start-up)."""
+    os.environ["SLURM_CONF"] = conf
+    from plurm import api
+    from plurm.tools import squeue, squeuefmt
+    from plurm.wire import client, lightjson
+
+    figures: dict[str, float] = {}
+    settings = client.read_settings(conf)
+    n = 30
+    t0 = time.perf_counter()
+    for _ in range(n):
+        client.request("ping", {}, settings)
+    figures["roundtrip_ping_ms"] = (time.perf_counter() - t0) / n * 1000
+    body = api.prepare(wrap="true", args=["--hold", "-J", f"{TAG}sb", "-o", "/dev/null"])
+    t0 = time.perf_counter()
+    for _ in range(n):
+        client.request("submit_job", body, settings)
+    figures["roundtrip_submit_ms"] = (time.perf_counter() - t0) / n * 1000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        api.prepare(wrap="true", args=["--hold", "-J", f"{TAG}sb", "-o", "/dev/null"])
+    figures["sbatch_parse_build_ms"] = (time.perf_counter() - t0) / n * 1000
+    opts = squeue.parse_args([])
+    conn = client.Connection(settings, timeout=120)
+    try:
+        t0 = time.perf_counter()
+        _, raw = conn.request_raw("job_info", squeue._request_body(opts))
+        t1 = time.perf_counter()
+        reply = lightjson.loads(raw)
+        t2 = time.perf_counter()
+    finally:
+        conn.close()
+    ctx = squeuefmt.Context(reply.get("now") or time.time(), None, cluster=reply.get("cluster", ""))
+    text = squeuefmt.format_jobs(reply.get("jobs", []), opts, ctx)
+    t3 = time.perf_counter()
+    figures["job_info_jobs"] = len(reply.get("jobs", []))
+    figures["job_info_reply_bytes"] = len(raw)
+    figures["job_info_request_ms"] = (t1 - t0) * 1000
+    figures["job_info_decode_ms"] = (t2 - t1) * 1000
+    figures["squeue_format_ms"] = (t3 - t2) * 1000
+    figures["squeue_output_bytes"] = len(text)
+    return figures
+
+
+def measure_plurm(args: argparse.Namespace, conf: str) -> dict[str, float]:
+    side = Side("plurm", args.plurm_bin, dict(os.environ, SLURM_CONF=conf))
+    try:
+        figures = _bare_interpreter(side)
+        figures.update(_import_breakdown(side))
+        figures.update(measure_side(side, args, args.large, _plurm_fill(conf)))
+        figures.update(_inprocess_breakdown(conf))  # (at the large size: what the last squeue got)
+    finally:
+        side.cancel()
+    return figures
+
+
+def _bare_interpreter(side: Side) -> dict[str, float]:
+    python = _interpreter(side.cmd("squeue")[0])
+    figures: dict[str, float] = {}
+    for key, flags in (("python_isolated", ["-I", "-S"]), ("python_default", [])):
+        times, _ = _timed([python, *flags, "-c", "pass"], side.env, 20)
+        figures[f"{key}_mean_ms"] = statistics.mean(times)
+    return figures
+
+
+# ----------------------------------------------------------------------------- Slurm
+def _slurm_fill(side: Side):
+    def fill(count: int) -> None:
+        cmd = side.sbatch_cmd("fill")
+        with ThreadPoolExecutor(4) as pool:  # 4 at once: a fill, not a figure
+            codes = list(pool.map(lambda _: subprocess.run(cmd, env=side.env, capture_output=True).returncode,
+                                  range(count)))
+        refused = sum(1 for c in codes if c)
+        if refused:
+            print(f"slurm: {refused} of {count} fill submissions refused (MaxJobCount?)", file=sys.stderr)
+    return fill
+
+
+def measure_slurm(args: argparse.Namespace) -> dict[str, float]:
+    side = Side("slurm", args.slurm_bin, dict(os.environ, PATH=SLURM_PATH))
+    try:
+        return measure_side(side, args, args.slurm_large, _slurm_fill(side))
+    finally:
+        side.cancel()
+
+
+# ----------------------------------------------------------------------------- report
+def report(plurm: dict[str, float], slurm: dict[str, float] | None, args: argparse.Namespace) -> None:
+    def row(what: str, key: str, jobs_key: str | None = None) -> None:
+        p = plurm.get(key)
+        s = slurm.get(key) if slurm else None
+        pj = f" ({int(plurm[jobs_key]):,} mine)" if jobs_key else ""
+        sj = f" ({int(slurm[jobs_key]):,} mine)" if jobs_key and slurm else ""
+        ratio = f"{p / s:6.2f}x" if p is not None and s else "     -"
+        print(f"| {what:38s} | {p:8.2f}{pj:>14s} | {(s or 0):8.2f}{sj:>14s} | {ratio} |")
+
+    print(f"| {'ms (plurm / Slurm = ratio)':38s} | {'plurm':>23s} | {'Slurm':>23s} | ratio  |")
+    print("|---|---:|---:|---:|")
+    row(f"sbatch, held, mean of {args.sbatch}", "sbatch_mean_ms")
+    row("sbatch, median", "sbatch_median_ms")
+    row(f"squeue, mean of {args.reps}", "squeue_small_mean_ms", "small_jobs")
+    row("squeue, median", "squeue_small_median_ms", "small_jobs")
+    row(f"squeue large, mean of {args.large_reps}", "squeue_large_mean_ms", "large_jobs")
+    row("squeue large, median", "squeue_large_median_ms", "large_jobs")
+    if slurm:
+        print(f"(queued by others before: plurm {int(plurm['queued_before'])}, Slurm {int(slurm['queued_before'])};"
+              f" squeue lines: plurm {int(plurm['squeue_large_lines'])}, Slurm {int(slurm['squeue_large_lines'])})")
+        if slurm["large_jobs"] < plurm["large_jobs"]:
+            print("(at different sizes the large ratio is not like for like: Slurm's per-job figure is "
+                  f"{(slurm['squeue_large_mean_ms'] - slurm['squeue_small_mean_ms']) / max(1, slurm['large_jobs'] - slurm['small_jobs']) * 1000:.2f} us/job, "
+                  f"plurm's {(plurm['squeue_large_mean_ms'] - plurm['squeue_small_mean_ms']) / max(1, plurm['large_jobs'] - plurm['small_jobs']) * 1000:.2f} us/job)")
+    print("\nplurm's breakdown (ms)")
+    for key in sorted(k for k in plurm if not k.startswith(("sbatch_m", "squeue_small", "squeue_large", "small", "large",
+                                                             "queued"))):
+        print(f"  {key:36s} {plurm[key]:12.3f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--plurm-bin", default=str(Path(sys.executable).parent))
+    parser.add_argument("--plurm-conf", help="an up cluster's slurm.conf (default: start one)")
+    parser.add_argument("--slurm-bin", default="/usr/bin")
+    parser.add_argument("--no-slurm", action="store_true")
+    parser.add_argument("--sbatch", type=int, default=100)
+    parser.add_argument("--small", type=int, default=1000)
+    parser.add_argument("--large", type=int, default=100_000)
+    parser.add_argument("--slurm-large", type=int, default=5000)
+    parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--large-reps", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    def plurm_side() -> dict[str, float]:
+        if args.plurm_conf:
+            return measure_plurm(args, args.plurm_conf)
+        plurm_cmd = os.path.join(args.plurm_bin, "plurm")
+        with tempfile.TemporaryDirectory(prefix="clibench") as tmp:
+            directory = Path(tmp) / "cluster"
+            subprocess.run([plurm_cmd, "cluster", "up", "--dir", str(directory), "--nodes", "8",
+                            "--cpus-per-node", "4", "--memory-per-node", "2800"], check=True, capture_output=True)
+            try:
+                return measure_plurm(args, str(directory / "slurm.conf"))
+            finally:
+                subprocess.run([plurm_cmd, "cluster", "down", "--dir", str(directory)], capture_output=True)
+
+    plurm = plurm_side()
+    slurm = None if args.no_slurm else measure_slurm(args)
+    if args.json:
+        print(json.dumps({"plurm": plurm, "slurm": slurm}))
+    else:
+        report(plurm, slurm, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
