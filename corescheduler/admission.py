@@ -22,8 +22,8 @@ Three bounds, each refusing with code ``Busy``:
 
 A resubmission whose key names a job already made is never refused: it is answered with that
 job (the answer the client missed).  Bulk submissions (plurm.api's ``submit_jobs``) are one
-request: the per-turn bound counts the message once, MaxJobCount and the budget apply to
-each entry.  ``--test-only`` records nothing and is never refused.
+request: the budget and the per-turn bound judge the message once (a message of 10,000 may
+take longer than the budget: it is not cut short), MaxJobCount each entry.  ``--test-only`` records nothing and is never refused.
 
 No I/O here: the controller passes the clock.
 """
@@ -88,15 +88,17 @@ class Admission:
             return  # a retry of a job already made: answered with it (idempotency.py)
         if self.max_job_count and len(jobs) >= self.max_job_count:
             self._refuse()
+        if not entry_of_bulk:  # (a bulk message was admitted whole: admit_bulk)
+            self._admit_one(now)
+
+    def admit_bulk(self, now: float) -> None:
+        """A bulk message: the time budget and the per-turn bound once for the whole message
+        (its entries meet MaxJobCount each: :meth:`admit`)."""
+        self._admit_one(now)
+
+    def _admit_one(self, now: float) -> None:
         if now - self.turn_started > self.budget_s:
             self._refuse()
-        if self.per_turn and not entry_of_bulk:
-            if self.accepted >= self.per_turn:
-                self._refuse()
-            self.accepted += 1
-
-    def admit_bulk(self) -> None:
-        """A bulk message counts once against the per-turn bound (its entries: :meth:`admit`)."""
         if self.per_turn:
             if self.accepted >= self.per_turn:
                 self._refuse()

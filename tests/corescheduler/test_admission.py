@@ -68,10 +68,15 @@ def test_known_key_and_test_only_are_never_refused() -> None:
 def test_bulk_counts_once_per_message() -> None:
     adm = Admission(per_turn=1)
     adm.new_turn(0.0)
-    adm.admit_bulk()
-    assert [refused(adm, 0.0, {}, sub(), bulk=True) for _ in range(3)] == [False] * 3
+    adm.admit_bulk(0.0)
+    # (its entries, past the budget too: the message was admitted whole)
+    assert [refused(adm, 9.0, {}, sub(), bulk=True) for _ in range(3)] == [False] * 3
+    assert refused(adm, 9.0, {1: None}, sub(), bulk=True) is False
     with pytest.raises(RequestError):
-        adm.admit_bulk()
+        adm.admit_bulk(0.0)
+    adm.new_turn(10.0)
+    with pytest.raises(RequestError):
+        adm.admit_bulk(12.5)  # past the budget
 
 
 def test_from_conf() -> None:
