@@ -15,7 +15,10 @@ As Slurm:
 - ``scontrol delete`` refuses a node of slurm.conf and a node that has jobs.
 
 ``State=EXTERNAL`` (slurm-bridge's Kubernetes nodes): shown by sinfo and scontrol, never
-launched on (no plurmd there).  :func:`external_placement_ok` is the placement rule.
+launched on (no plurmd there, none may register for it: :meth:`node_heard`).  The placement
+rule is core_external.may_use_node: such a node takes EXTERNAL_JOB jobs only; the scheduler
+applies it (scheduler._external_up: an External node never responds, so other jobs never see
+it usable, and an EXTERNAL_JOB job's demand counts it usable unless DOWN or DRAIN).
 """
 
 from __future__ import annotations
@@ -54,16 +57,6 @@ class _Pending:
 
     put: dict[str, Node] = field(default_factory=dict)
     gone: set[str] = field(default_factory=set)
-
-
-def external_placement_ok(node: Node, external_job: bool) -> bool:
-    """The placement rule for State=EXTERNAL nodes ("ext"'s EXTERNAL_JOB jobs call it):
-    an External node holds EXTERNAL_JOB jobs only, and such a job only External nodes
-    (nothing would run it on a node with a plurmd).  Down or drained External nodes hold
-    nothing new.  Other nodes keep the scheduler's rule (Scheduler.usable)."""
-    if node.dynamic == "external":
-        return external_job and not node.down and not node.drain
-    return not external_job
 
 
 def count_limit(limits: DynamicLimits, static_nodes: int) -> int:
