@@ -96,3 +96,15 @@ def test_external_nodes_take_external_jobs_only() -> None:
     plain = Node(name="n1", cpus=4, real_memory=4000)
     assert may_use_node(JobSpec(external=True), kube) and may_use_node(JobSpec(external=True), plain)
     assert not may_use_node(JobSpec(), kube) and may_use_node(JobSpec(), plain)
+
+
+def test_admin_comment_update_is_the_operators() -> None:
+    """scontrol update JobId= AdminComment= (and POST job/{id} admin_comment): slurm-bridge's
+    UpdateJob puts a grown pod group's pods there."""
+    core, service = _core()
+    job_id = _submit(service, ALICE)
+    reply = service.update_job(protocol.UpdateJob(job_ids=[str(job_id)], fields={"AdminComment": "x"}), ALICE, T0)
+    assert [(r.get("error"), r.get("code")) for r in reply["results"]] == [("Access/permission denied", "AccessDenied")]
+    assert core.jobs[job_id].spec.admin_comment is None
+    service.update_job(protocol.UpdateJob(job_ids=[str(job_id)], fields={"AdminComment": '{"pods":[]}'}), ROOT, T0)
+    assert core.jobs[job_id].spec.admin_comment == '{"pods":[]}'
