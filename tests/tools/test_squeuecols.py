@@ -82,3 +82,28 @@ def test_no_rows_and_many_rows() -> None:
     assert squeuecols.format_rows(fields, [], ctx, squeuefmt._field_value) == []
     jobs = _jobs() * 50
     assert squeuecols.format_rows(fields, jobs, ctx, squeuefmt._field_value) == _expected(fields, jobs, ctx)
+
+
+def test_default_order_is_the_four_stable_sorts() -> None:
+    """One sort on (P, t, -p, -start) gives what squeue's stable sorts give; "P,t,-p," is the
+    same -S spec, which takes the four-sort path."""
+    import random
+
+    rnd = random.Random(17)
+    jobs = []
+    for i in range(3000):
+        state = rnd.choice(["PENDING", "PENDING", "RUNNING", "SUSPENDED", "COMPLETED"])
+        job = {"job_id": i, "partition": rnd.choice(["debug", "gpu", "long"]), "state": state,
+               "priority": rnd.choice([0, 1, 1000, 4294967294]), "spec": {"name": f"j{i}"}}
+        if rnd.random() < 0.3:
+            job["start_time"] = NOW - rnd.choice([0, 10, 100])
+        if rnd.random() < 0.2:
+            job["planned_start"] = NOW + rnd.choice([-5, 60, 600])
+        if rnd.random() < 0.1:
+            job["spec"]["begin_time"] = NOW + rnd.choice([-60, 3600])
+        if rnd.random() < 0.05:
+            job["completing"] = True
+        jobs.append(job)
+    fast = squeuefmt.sort_jobs(jobs, None, NOW)
+    assert [j["job_id"] for j in fast] == [j["job_id"] for j in squeuefmt.sort_jobs(jobs, "P,t,-p,", NOW)]
+    assert [j["job_id"] for j in fast] != [j["job_id"] for j in jobs]  # (it did reorder)
