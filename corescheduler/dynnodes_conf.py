@@ -70,9 +70,11 @@ def limits(conf: Any) -> DynamicLimits:
         features = frozenset(features_of[w] for w in words if w in features_of)
         if every or features:
             rules.append((pc.name, every, features))
+    from plurm.grammar.slurmconf import ConfError
+
     try:
         max_count = conf.get_int("MaxNodeCount")
-    except Exception:  # (a bad value: slurm.conf's checks report it; no dynamic nodes then)
+    except (ConfError, ValueError):  # (a bad value: slurm.conf's checks report it; no dynamic nodes then)
         max_count = None
     return DynamicLimits(max_node_count=max_count, rules=tuple(rules))
 

@@ -86,7 +86,7 @@ def on_register(ctl: Any, msg: protocol.NodeRegister) -> None:
         nodes = dynnodes_conf.parse_node_line(line, ctl.conf.slurmd_port, kind="norm")
         ctl.core.create_nodes(nodes, time.time())
     except RequestError as exc:  # (plurmd is answered with it; the admin reads it here)
-        ctl.log_limit.warning("dynreg", "node %s registration refused: %s%s", msg.node, exc,
-                              f" ({exc.detail})" if exc.detail else "")
+        why = f"{exc} ({exc.detail})" if exc.detail else str(exc)
+        ctl.log_limit.warning("dynreg", f"node {msg.node} registration refused: %s", why)
         raise
     log.info("node %s registered as a dynamic node (plurmd -Z)", msg.node)

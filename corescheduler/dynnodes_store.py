@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-
 from plurm.corescheduler.dynnodes_conf import stored
 from plurm.corescheduler.store import _upsert
 from plurm.wire.model import Node

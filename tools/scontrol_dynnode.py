@@ -45,7 +45,7 @@ def delete(scontrol: Any, args: list[str]) -> bool:
         return False
     from plurm.wire.client import ClientError
 
-    key, eq, value = args[0].partition("=")
+    _key, eq, value = args[0].partition("=")
     names = value if eq else (args[1] if len(args) > 1 else "")
     shown = args[0] if eq else " ".join(args[:2])
     if not names:

@@ -6,7 +6,6 @@ tests/integration/test_dynamic_nodes.py; REST: tests/rest/test_rest_dynnodes.py.
 from __future__ import annotations
 
 import pytest
-
 from plurm.corescheduler import dynnodes_conf
 from plurm.corescheduler.configure import core_from_conf
 from plurm.corescheduler.core import ClusterCore

@@ -7,7 +7,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from plurm.corescheduler import dynnodes_store
 from plurm.corescheduler.stores import open_store
 from plurm.wire.model import Node

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from plurmtest import Cluster, command, free_ports, start_cluster, wait_for
 
 SLURMD_TIMEOUT_S = 6
@@ -50,10 +49,10 @@ def _ctld_pid(c: Cluster) -> int:
 
 def _plurmd_z(c: Cluster, name: str, shape: str) -> subprocess.Popen:
     port = free_ports(1)[0]
-    log = open(c.dir / "log" / f"plurmd-{name}.log", "ab")
-    return subprocess.Popen(command("plurmd") + ["-D", "-f", str(c.conf), "-N", name, "-Z", "--conf",
-                                                 f"{shape} Port={port}"],
-                            env=c.env, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    with open(c.dir / "log" / f"plurmd-{name}.log", "ab") as log:  # (the child keeps its own copy)
+        return subprocess.Popen(command("plurmd") + ["-D", "-f", str(c.conf), "-N", name, "-Z", "--conf",
+                                                     f"{shape} Port={port}"],
+                                env=c.env, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -102,12 +101,12 @@ def test_create_show_delete_and_refusals(dyn: Cluster) -> None:
         assert (r.returncode, r.stderr) == (1, expected), words
     assert _node(c, "x1") is None  # (all or none)
     r = c.run("scontrol", "delete", "NodeName=n1")
-    assert (r.returncode, r.stderr) == (1, "scontrol: error: failed to delete nodes n1\n"
-                                           "scontrol: error: Can't delete non-dynamic node 'n1'.\n"
-                                           "delete_node NodeName=n1: Invalid node state specified\n")
+    assert (r.returncode, r.stderr) == (1, ("scontrol: error: failed to delete nodes n1\n"
+                                            "scontrol: error: Can't delete non-dynamic node 'n1'.\n"
+                                            "delete_node NodeName=n1: Invalid node state specified\n"))
     r = c.run("scontrol", "delete", "NodeName=nosuch")
-    assert (r.returncode, r.stderr) == (1, "scontrol: error: failed to delete nodes nosuch\n"
-                                           "delete_node NodeName=nosuch: Invalid node name specified\n")
+    assert (r.returncode, r.stderr) == (1, ("scontrol: error: failed to delete nodes nosuch\n"
+                                            "delete_node NodeName=nosuch: Invalid node name specified\n"))
     r = c.run("scontrol", "delete", "NodeName=")
     assert (r.returncode, r.stderr) == (1, "delete_node NodeName=: Invalid node name specified\n")
     r = c.run("scontrol", "delete", "NodeName=d[1-2]")
@@ -152,9 +151,9 @@ def test_plurmd_z_registers_runs_and_survives_restart(dyn: Cluster, tmp_path: Pa
         job_id = c.sbatch("-p", "gpus", "--wrap", "hostname; sleep 4", cwd=tmp_path)
         assert c.wait_state(job_id, "RUNNING")["nodes"] == ["dz1"]
         r = c.run("scontrol", "delete", "NodeName=dz1")
-        assert (r.returncode, r.stderr) == (1, f"scontrol: error: failed to delete nodes dz1\nscontrol: error: "
-                                               f"Node 'dz1' has jobs ({job_id})\ndelete_node NodeName=dz1: "
-                                               "Node has active jobs\n")
+        assert (r.returncode, r.stderr) == (1, (f"scontrol: error: failed to delete nodes dz1\nscontrol: error: "
+                                                f"Node 'dz1' has jobs ({job_id})\ndelete_node NodeName=dz1: "
+                                                "Node has active jobs\n"))
         # kill -9 the controller while the job runs on the dynamic node: nothing is lost.
         os.kill(_ctld_pid(c), signal.SIGKILL)
         c.up()

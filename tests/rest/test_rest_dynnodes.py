@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from resttest import ME, VERSIONS, Rest, call, rest_cluster, validate
 
 NEW_VERSIONS = ("v0.0.44", "v0.0.45")
