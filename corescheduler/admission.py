@@ -9,7 +9,7 @@ retry.  sbatch then sleeps and retries as Slurm's does ("Slurm temporarily unabl
 accept job, sleeping and retrying.": wire/busy_retry.py), resending the same idempotency
 key, so a retry after a lost reply never makes a second job (idempotency.py).
 
-Three bounds, each refusing with code ``Busy``:
+Four bounds, each refusing with code ``Busy``:
 
 * ``MaxJobCount`` (slurm.conf), when the file sets it: the job records the controller holds
   (finished ones count until MinJobAge purges them), as Slurm counts them.  Unset, plurm sets
@@ -18,7 +18,11 @@ Three bounds, each refusing with code ``Busy``:
   submissions one turn accepts; the rest of the turn's submissions are refused;
 * a turn's time budget (MessageTimeout / 5, 2 s by default): once a turn has spent that long
   handling requests, its remaining submissions are refused, so that the replies already due
-  go out long before any client's timeout.
+  go out long before any client's timeout;
+* a submission sealed longer ago than MessageTimeout + STALE_SLACK_S (by the header's time, as
+  the controller's clock reads it): its client has given up waiting (each resend is sealed
+  anew), so recording it would make the job nobody was told of.  The slack allows for clock
+  skew between hosts; a client still waiting is told to retry.
 
 A resubmission whose key names a job already made is never refused: it is answered with that
 job (the answer the client missed).  Bulk submissions (plurm.api's ``submit_jobs``) are one
@@ -39,6 +43,7 @@ BUSY_CODE = "Busy"
 BUSY_MESSAGE = "Resource temporarily unavailable"  # strerror(EAGAIN), what Slurm's sbatch prints last
 DEFAULT_MESSAGE_TIMEOUT_S = 10.0
 BUDGET_SHARE = 0.2  # of MessageTimeout: the turn's handling time before submissions are refused
+STALE_SLACK_S = 5.0  # past MessageTimeout: a submission this old has no client waiting for it
 
 
 def _sched_param(sched_params: str, name: str) -> int:
@@ -53,10 +58,12 @@ class Admission:
     """Whether this turn may take one more submission (see the module's text)."""
 
     def __init__(self, max_job_count: int = 0, per_turn: int = 0,
-                 budget_s: float = DEFAULT_MESSAGE_TIMEOUT_S * BUDGET_SHARE) -> None:
+                 budget_s: float = DEFAULT_MESSAGE_TIMEOUT_S * BUDGET_SHARE,
+                 stale_s: float = DEFAULT_MESSAGE_TIMEOUT_S + STALE_SLACK_S) -> None:
         self.max_job_count = max_job_count  # 0: no bound
         self.per_turn = per_turn  # 0: no bound
         self.budget_s = budget_s
+        self.stale_s = stale_s
         self.turn_started = 0.0
         self.accepted = 0  # submissions admitted this turn
         self.refused = 0  # since the start (sdiag-like counter; logged by the controller)
@@ -71,7 +78,7 @@ class Admission:
         max_jobs = conf.get("MaxJobCount")
         return cls(max_job_count=int(max_jobs) if max_jobs and max_jobs.isdigit() else 0,
                    per_turn=_sched_param(conf.get("SchedulerParameters") or "", "max_submit_per_turn"),
-                   budget_s=max(0.1, timeout * BUDGET_SHARE))
+                   budget_s=max(0.1, timeout * BUDGET_SHARE), stale_s=timeout + STALE_SLACK_S)
 
     def new_turn(self, now: float) -> None:
         """The controller begins draining a batch of requests (``now``: a monotonic clock)."""
@@ -79,8 +86,9 @@ class Admission:
         self.accepted = 0
 
     def admit(self, now: float, jobs: Mapping[int, Any], msg: Any, uid: int, submit_keys: Any,
-              entry_of_bulk: bool = False) -> None:
-        """Raise the Busy refusal unless this submission may be recorded now."""
+              entry_of_bulk: bool = False, age: float = 0.0) -> None:
+        """Raise the Busy refusal unless this submission may be recorded now (``age``: how long
+        ago its message was sealed, by the controller's wall clock)."""
         if getattr(msg, "test_only", False):
             return
         key = getattr(msg, "key", None)
@@ -89,15 +97,15 @@ class Admission:
         if self.max_job_count and len(jobs) >= self.max_job_count:
             self._refuse()
         if not entry_of_bulk:  # (a bulk message was admitted whole: admit_bulk)
-            self._admit_one(now)
+            self._admit_one(now, age)
 
-    def admit_bulk(self, now: float) -> None:
-        """A bulk message: the time budget and the per-turn bound once for the whole message
-        (its entries meet MaxJobCount each: :meth:`admit`)."""
-        self._admit_one(now)
+    def admit_bulk(self, now: float, age: float = 0.0) -> None:
+        """A bulk message: its age, the time budget and the per-turn bound once for the whole
+        message (its entries meet MaxJobCount each: :meth:`admit`)."""
+        self._admit_one(now, age)
 
-    def _admit_one(self, now: float) -> None:
-        if now - self.turn_started > self.budget_s:
+    def _admit_one(self, now: float, age: float) -> None:
+        if age > self.stale_s or now - self.turn_started > self.budget_s:
             self._refuse()
         if self.per_turn:
             if self.accepted >= self.per_turn:

@@ -24,9 +24,9 @@ def sub(key: str | None = None, test_only: bool = False) -> SimpleNamespace:
 
 
 def refused(adm: Admission, now: float, jobs: dict, msg: SimpleNamespace, keys: Keys = Keys({}),
-            bulk: bool = False) -> bool:
+            bulk: bool = False, age: float = 0.0) -> bool:
     try:
-        adm.admit(now, jobs, msg, 1000, keys, bulk)
+        adm.admit(now, jobs, msg, 1000, keys, bulk, age)
     except RequestError as exc:
         assert (exc.code, str(exc)) == ("Busy", "Resource temporarily unavailable")
         return True
@@ -56,6 +56,15 @@ def test_turn_budget() -> None:
     assert refused(adm, 12.1, {}, sub())
 
 
+def test_a_submission_older_than_its_clients_patience() -> None:
+    adm = Admission(stale_s=15.0)
+    adm.new_turn(0.0)
+    assert not refused(adm, 0.0, {}, sub(), age=14.0)
+    assert refused(adm, 0.0, {}, sub(), age=16.0)
+    with pytest.raises(RequestError):
+        adm.admit_bulk(0.0, 16.0)
+
+
 def test_known_key_and_test_only_are_never_refused() -> None:
     adm = Admission(max_job_count=1, per_turn=1)
     adm.new_turn(0.0)
@@ -82,6 +91,6 @@ def test_bulk_counts_once_per_message() -> None:
 def test_from_conf() -> None:
     conf = {"MaxJobCount": "50", "SchedulerParameters": "bf_interval=1,max_submit_per_turn=8", "MessageTimeout": "20"}
     adm = Admission.from_conf(SimpleNamespace(get=conf.get))
-    assert (adm.max_job_count, adm.per_turn, adm.budget_s) == (50, 8, 4.0)
+    assert (adm.max_job_count, adm.per_turn, adm.budget_s, adm.stale_s) == (50, 8, 4.0, 25.0)
     empty = Admission.from_conf(SimpleNamespace(get={}.get))
-    assert (empty.max_job_count, empty.per_turn, empty.budget_s) == (0, 0, 2.0)
+    assert (empty.max_job_count, empty.per_turn, empty.budget_s, empty.stale_s) == (0, 0, 2.0, 15.0)

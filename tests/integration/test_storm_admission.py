@@ -47,9 +47,12 @@ def _cancel(cluster: Cluster, name: str) -> None:
     cluster.run("scancel", "-n", name)
 
 
-def _pipelined(cluster: Cluster, bodies: list[dict]) -> list[tuple[str, dict]]:
+def _pipelined(cluster: Cluster, bodies: list[dict], sealed_ago: float = 0.0) -> list[tuple[str, dict]]:
     """Every submission sent on one connection before any reply is read (so that many reach the
-    controller in one turn), then the replies: ("reply" | "error", body) in order."""
+    controller in one turn), then the replies: ("reply" | "error", body) in order.  ``sealed_ago``:
+    the messages' header time that many seconds in the past."""
+    from unittest import mock
+
     from plurm.wire import envelope
     from plurm.wire.client import Connection, read_settings
 
@@ -57,7 +60,9 @@ def _pipelined(cluster: Cluster, bodies: list[dict]) -> list[tuple[str, dict]]:
     try:
         dealer = conn._connect()
         for body in bodies:
-            dealer.send([b""] + envelope.seal(conn.auth, "submit_job", body))
+            with mock.patch.object(envelope.time, "time", return_value=time.time() - sealed_ago):
+                frames = envelope.seal(conn.auth, "submit_job", body)
+            dealer.send([b""] + frames)
         answers = []
         for _ in bodies:
             frames = dealer.recv()
@@ -153,4 +158,26 @@ def test_max_job_count_refuses_then_sbatch_retries_and_succeeds(tiny: Cluster, w
     finally:
         tiny.conf.write_text(original)
         tiny.run("scontrol", "reconfigure")
+        _cancel(tiny, name)
+
+
+def test_a_submission_its_client_gave_up_on_is_refused_not_recorded(tiny: Cluster, workdir: Path) -> None:
+    """Sealed longer ago than MessageTimeout (10 s) + 5 s: no client waits for its answer any more
+    (each resend is sealed anew), so it is refused, and nothing is recorded."""
+    from plurm.api.jobs import prepare
+
+    import psutil
+
+    name = "storm_adm_stale"
+    # (a message sealed before the controller started is a replay, dropped unanswered: envelope.py)
+    started = psutil.Process(int((tiny.dir / "run" / "plurmctld.pid").read_text())).create_time()
+    time.sleep(max(0.0, started + 18.0 - time.time()))
+    try:
+        body = prepare(wrap="true", args=["-H", "-J", name, "-o", "/dev/null"])
+        [(kind, answer)] = _pipelined(tiny, [body], sealed_ago=16.0)
+        assert (kind, answer["code"]) == ("error", "Busy")
+        assert _ids_named(tiny, name) == set()
+        [(kind, answer)] = _pipelined(tiny, [body], sealed_ago=2.0)  # late, but its client still waits
+        assert kind == "reply" and _ids_named(tiny, name) == {int(answer["job_id"])}
+    finally:
         _cancel(tiny, name)
