@@ -164,9 +164,15 @@ def test_operator_drains_with_a_reason_and_undrains(k8s: Rest) -> None:
         return body["nodes"][0]
 
     reason = "slurm-operator: Pod (default/slurm-worker-n2) is being deleted"
+    busy = submit(k8s, token, bridge_job("on-n2", 1, required_nodes=["n2"]))
+    wait_job_state(k8s, token, busy, "RUNNING")
     status, body = call(k8s.url, "POST", f"/slurm/{V}/node/n2", token, ME,
                         body={"state": ["DRAIN"], "reason": reason})
     assert status == 200, body
+    draining = node()  # (a job still there: not drained yet, the operator waits)
+    assert {"ALLOCATED", "DRAIN"} <= set(draining["state"]), draining["state"]
+    call(k8s.url, "DELETE", f"/slurm/{V}/job/{busy}", token, ME)
+    wait_job_state(k8s, token, busy, "CANCELLED")
     drained = node()
     assert "DRAIN" in drained["state"] and drained["reason"] == reason
     # IsNodeDrained: DRAIN and none of ALLOCATED, MIXED, COMPLETING.
