@@ -186,3 +186,32 @@ def test_plurmd_z_registers_runs_and_survives_restart(dyn: Cluster, tmp_path: Pa
 def test_plurmd_z_refused_for_a_static_node(dyn: Cluster) -> None:
     r = dyn.run("plurmd", "-D", "-f", str(dyn.conf), "-N", "n1", "-Z", "--conf", "CPUs=1")
     assert r.returncode != 0 and "-Z is for a node that slurm.conf does not have" in r.stderr
+
+
+# The real Slurm 22.05.8 of this machine (PATH without plurm's commands; its own slurm.conf):
+# only refusals are asked of it, none that could add a node to it.
+_REAL_ENV = {k: v for k, v in os.environ.items() if k not in ("SLURM_CONF", "PLURM_HOME")}
+_REAL_ENV["PATH"] = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@pytest.mark.compat
+@pytest.mark.skipif(not os.access("/usr/bin/scontrol", os.X_OK), reason="needs Slurm's scontrol")
+@pytest.mark.parametrize("words, same", [
+    (["create"], "all"),
+    (["create", "node"], "all"),
+    (["create", "NodeName=dyn_cmp1", "Bogus=1"], "all"),
+    (["create", "NodeName=dyn_cmp1", "CPUs=1", "State=IDLE"], "last line"),  # (plurm adds EXTERNAL)
+    (["delete"], "all"),
+    (["delete", "NodeName=dyn_nosuch"], "all"),
+    (["delete", "NodeName="], "all"),
+])
+def test_refusals_as_the_real_scontrol(cluster: Cluster, words: list[str], same: str) -> None:
+    real = subprocess.run(["scontrol", *words], capture_output=True, text=True, env=_REAL_ENV, timeout=30)
+    if "Unable to contact" in real.stderr:
+        pytest.skip("the real slurmctld does not answer")
+    ours = cluster.run("scontrol", *words)
+    assert ours.returncode == real.returncode == 1, (ours.stderr, real.stderr)
+    if same == "all":
+        assert ours.stderr == real.stderr
+    else:
+        assert ours.stderr.splitlines()[-1] == real.stderr.splitlines()[-1]
