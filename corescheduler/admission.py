@@ -44,6 +44,10 @@ BUSY_MESSAGE = "Resource temporarily unavailable"  # strerror(EAGAIN), what Slur
 DEFAULT_MESSAGE_TIMEOUT_S = 10.0
 BUDGET_SHARE = 0.2  # of MessageTimeout: the turn's handling time before submissions are refused
 STALE_SLACK_S = 5.0  # past MessageTimeout: a submission this old has no client waiting for it
+# The controller's listen backlog, as slurmctld's (ss -ltn shows 4096 for it here; libzmq's default
+# is 100): a storm's connections wait in the kernel's accept queue while the daemon is busy, instead
+# of having their SYNs dropped and retried 1 s, 3 s, 7 s later.
+LISTEN_BACKLOG = 4096
 
 
 def _sched_param(sched_params: str, name: str) -> int:

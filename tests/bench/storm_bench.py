@@ -4,6 +4,7 @@ Slurm and plurm back to back, in one run.
 
     python tests/bench/storm_bench.py [--seconds 60] [--submitters 64] [--pollers 32]
         [--plurm-conf SLURM_CONF] [--slurm-bin /usr/bin] [--no-slurm] [--no-plurm] [--json]
+        [--max-submit-per-turn N]
 
 For each system (the real Slurm's commands from ``--slurm-bin`` with PATH=/usr/sbin:/usr/bin:
 /sbin:/bin; plurm's from this Python's bin folder, against a ``plurm cluster up --nodes 8
@@ -27,7 +28,8 @@ Prints p50/p99 per command and system, the counts, the controller's figures and 
 plurm/Slurm ratios (latency ratios < 1: plurm faster).  Standard library, psutil and plurm's
 commands.  ``--seconds 10`` for a quick run.  Other users of the shared Slurm see its load
 while this runs; its MaxJobCount (10,000 here) can refuse submissions in a long storm (that
-is Slurm's busy path, counted as such).
+is Slurm's busy path, counted as such).  ``--max-submit-per-turn N`` gives the started plurm
+cluster that admission limit, to see the busy path under the storm.
 """
 
 from __future__ import annotations
@@ -227,6 +229,16 @@ def _slurm_ctld_pid() -> int | None:
     return None
 
 
+def _set_turn_limit(plurm: str, conf: Path, limit: int) -> None:
+    subprocess.run([plurm, "cluster", "down", "--dir", str(conf.parent)], capture_output=True, timeout=180, check=True)
+    lines = [line for line in conf.read_text().splitlines() if not line.startswith("SchedulerParameters=")]
+    params = next((line for line in conf.read_text().splitlines() if line.startswith("SchedulerParameters=")),
+                  "SchedulerParameters=")
+    lines.append(f"{params}{',' if '=' in params[20:] else ''}max_submit_per_turn={limit}")
+    conf.write_text("\n".join(lines) + "\n")
+    subprocess.run([plurm, "cluster", "up", "--dir", str(conf.parent)], capture_output=True, timeout=180, check=True)
+
+
 def _storm(system: System, args: argparse.Namespace) -> dict[str, Any]:
     name = f"storm{os.getpid()}_{system.name}"
     storm = Storm(system, name, args.seconds, args.submitters, args.pollers)
@@ -282,6 +294,8 @@ def main() -> int:
     parser.add_argument("--no-slurm", action="store_true")
     parser.add_argument("--no-plurm", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--max-submit-per-turn", type=int, default=0,
+                        help="the started plurm cluster's SchedulerParameters=max_submit_per_turn (0: none)")
     args = parser.parse_args()
     results: dict[str, dict[str, Any]] = {}
     if not args.no_slurm:
@@ -297,6 +311,8 @@ def main() -> int:
                 subprocess.run([plurm, "cluster", "up", "--dir", str(conf.parent), "--nodes", "8",
                                 "--cpus-per-node", "4", "--memory-per-node", "2800"],
                                capture_output=True, text=True, timeout=180, check=True)
+                if args.max_submit_per_turn:  # admission control made to fire (corescheduler/admission.py)
+                    _set_turn_limit(plurm, conf, args.max_submit_per_turn)
             env = dict(os.environ, SLURM_CONF=str(conf), PATH=f"{_plurm_bin()}:{SYSTEM_PATH}")
             try:
                 results["plurm"] = _storm(System("plurm", _plurm_bin(), env, _plurm_ctld_pid(conf)), args)

@@ -181,3 +181,31 @@ def test_a_submission_its_client_gave_up_on_is_refused_not_recorded(tiny: Cluste
         assert kind == "reply" and _ids_named(tiny, name) == {int(answer["job_id"])}
     finally:
         _cancel(tiny, name)
+
+
+def test_a_paused_controller_queues_a_storm_of_connections_in_the_kernel(tiny: Cluster) -> None:
+    """The listen backlog is Slurm's 4096, not libzmq's 100: while the controller cannot accept
+    (stopped here), 300 connections still complete their TCP handshake at once, instead of
+    having their SYNs dropped and retried a second or more later."""
+    import os
+    import signal
+    import socket
+
+    from plurm.wire.client import read_settings
+
+    settings = read_settings(str(tiny.conf))
+    pid = int((tiny.dir / "run" / "plurmctld.pid").read_text())
+    socks: list[socket.socket] = []
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for _ in range(300):
+            sock = socket.socket()
+            sock.settimeout(0.9)  # (a dropped SYN is retried after 1 s)
+            socks.append(sock)
+            sock.connect((settings.host, settings.port))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        for sock in socks:
+            sock.close()
+    assert len(socks) == 300
+    assert tiny.request("ping", {}) is not None  # and it carries on
