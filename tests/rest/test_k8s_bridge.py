@@ -122,10 +122,10 @@ def test_bridge_external_job_is_placed_not_launched_and_ends_when_deleted(k8s: R
     # Accounting, as Slurm records an allocation that ran nothing (salloc --no-shell: CANCELLED, 0:0).
     record = db_job(k8s, token, job_id, "CANCELLED")
     assert record["nodes"] == "n[1-2]" and record["exit_code"]["return_code"]["number"] == 0
-    assert record["name"] == "trainer"
-    sacct = k8s.cluster.run("sacct", "-n", "-X", "-P", "-j", str(job_id), "-o", "JobID,State,ExitCode",
+    assert record["name"] == "trainer" and json.loads(record["comment"]["administrator"]) == PODS
+    sacct = k8s.cluster.run("sacct", "-n", "-X", "-P", "-j", str(job_id), "-o", "JobID,State,ExitCode,AdminComment",
                             check=True).stdout
-    assert sacct.splitlines() == [f"{job_id}|CANCELLED by 0|0:0"], sacct  # (the anchor's words for job 1327)
+    assert sacct.splitlines() == [f"{job_id}|CANCELLED by 0|0:0|{job['admin_comment']}"], sacct  # (the anchor's: 1327)
 
 
 def test_admin_comment_is_refused_to_a_user_who_is_not_an_operator(k8s: Rest) -> None:
