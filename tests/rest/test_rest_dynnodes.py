@@ -46,7 +46,7 @@ def test_v0043_has_no_new_node_but_deletes(rest: Rest) -> None:
     token = rest.token()
     status, body = call(rest.url, "POST", "/slurm/v0.0.43/new/node/", token, ME, body={"node_conf": "NodeName=z"})
     assert status in (404, 405), body
-    rest.cluster.run("scontrol", "create", "NodeName=old1", "CPUs=1", "State=FUTURE", check=True)
+    rest.cluster.run("scontrol", "create", "NodeName=old1", "CPUs=1", "State=CLOUD", check=True)
     status, body = call(rest.url, "DELETE", "/slurm/v0.0.43/node/old1", token, ME)
     assert status == 200, body
     validate(body, "v0.0.43", "DELETE", "node/{node_name}")
@@ -83,7 +83,7 @@ def test_delete_refusals(rest: Rest, version: str) -> None:
 
 
 def test_only_administrators_create_and_delete(rest: Rest) -> None:
-    rest.cluster.run("scontrol", "create", "NodeName=adm1", "CPUs=1", "State=FUTURE", check=True)
+    rest.cluster.run("scontrol", "create", "NodeName=adm1", "CPUs=1", "State=CLOUD", check=True)
     token = rest.token("username=nobody")
     status, body = call(rest.url, "POST", "/slurm/v0.0.45/new/node/", token, body={"node_conf": "NodeName=u1"})
     assert status == 500 and "Invalid user id" in body["errors"][0]["description"], body
