@@ -90,6 +90,8 @@ def test_bridge_external_job_is_placed_not_launched_and_ends_when_deleted(k8s: R
     assert [(n["node"], n["core_bitmap"]) for n in body["nodes"]] == [("n1", "0-1"), ("n2", "0-1")]  # exclusive
     shown = k8s.cluster.run("scontrol", "show", "job", str(job_id), check=True).stdout
     assert "BatchFlag=0" in shown and "JobState=RUNNING" in shown, shown
+    # As 22.05.8 shows an AdminComment (captured on the anchor): its own line, before Comment=.
+    assert f"   WorkDir=/tmp\n   AdminComment={job['admin_comment']} \n" in shown, shown
     # A batch job behind it waits for the nodes the external job holds, then runs: plurmd's log
     # says so for it (the check below can see a launch) and never for the external job.
     script = "#!/bin/sh\ntrue\n"
