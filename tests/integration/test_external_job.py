@@ -6,8 +6,8 @@ at the time limit, and recorded by accounting.
 What Slurm 22.05 records for an allocation that runs nothing (``salloc --no-shell``, the same
 thing for its scheduler; observed on the anchor cluster, jobs 1327-1328): scancel'ed,
 ``sacct -X -P -o JobID,State,ExitCode`` says ``J|CANCELLED by 0|0:0``; at a one-minute time
-limit ``J|TIMEOUT|0:0``.  Slurm has no sbatch/salloc option for the flag (it is a job_desc flag
-that REST clients set); neither has plurm.  The REST side: tests/rest/test_k8s_bridge.py.
+limit ``J|TIMEOUT|0:0``.  No sbatch/salloc option sets the flag (none in 22.05.8's help texts;
+the flag came with data_parser v0.0.43, for REST clients); plurm adds none.  The REST side: tests/rest/test_k8s_bridge.py.
 """
 
 from __future__ import annotations
