@@ -20,7 +20,16 @@ from pathlib import Path
 
 import pytest
 from plurmtest import wait_for
-from resttest import ME, Rest, call, get_job, rest_cluster, validate, wait_job_state
+from resttest import (
+    ME,
+    VERSIONS,
+    Rest,
+    call,
+    get_job,
+    rest_cluster,
+    validate,
+    wait_job_state,
+)
 
 V = "v0.0.44"  # (slurm-client's api/v0044: the version both operators speak)
 PODS = {"pods": ["default/trainer-0", "default/trainer-1"]}
@@ -242,3 +251,18 @@ def test_bridge_registers_kubernetes_nodes_external_and_places_pods_there(k8s: R
     status, body = call(k8s.url, "GET", f"/slurm/{V}/node/kube-a", token, ME)
     assert status != 200 or not body.get("nodes"), body
     assert Path(k8s.cluster.dir).exists()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_external_job_in_every_served_version(k8s: Rest, version: str) -> None:
+    """The flag is in job_desc_msg.flags and job_info.flags of v0.0.43 on: each version's
+    answers validate with it (get_job checks the schema)."""
+    token = k8s.token()
+    status, reply = call(k8s.url, "POST", f"/slurm/{version}/job/submit", token, ME, body=bridge_job("v", 1))
+    assert status == 200, reply
+    validate(reply, version, "POST", "job/submit")
+    job = wait_job_state(k8s, token, reply["job_id"], "RUNNING")
+    assert get_job(k8s, token, reply["job_id"], version)["flags"] == ["EXTERNAL_JOB"] == job["flags"]
+    status, body = call(k8s.url, "DELETE", f"/slurm/{version}/job/{reply['job_id']}", token, ME)
+    assert status == 200, body
+    wait_job_state(k8s, token, reply["job_id"], "CANCELLED")
