@@ -1,0 +1,61 @@
+"""Smaller job records for a controller that holds a million jobs (issue 17 item 3).
+
+A msgspec Struct gives every list or dict field that was left at its default a fresh empty
+container of its own: a queued job carries about fifteen of them (56 to 64 bytes each), and
+the strings decoded from each submission (its name, directory, output pattern, host) are
+copies of the same few values.  ``shrink`` makes a just-submitted job share one empty list
+(and one empty dict) for those fields and one string object per distinct value, which is
+about a third of a held job's own objects (tests/bench/million_bench.py measures it).
+
+Sharing is safe only for fields the code replaces rather than changes in place: the
+request (``JobSpec``, which array tasks already share whole) and the allocation lists of a
+pending job (assigned when it starts: ``core._start``).  ``earlier_runs`` and ``events`` are
+appended to, and stay the job's own.  Should any code still change a shared empty container
+in place, the next submission says so loudly (``SharedMutated``) instead of every job
+silently carrying the change.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from plurm.wire.model import Job
+
+_EMPTY_LIST: list[Any] = []
+_EMPTY_DICT: dict[str, Any] = {}
+
+# Left empty by most submissions; never changed in place (replaced when they change).
+_SPEC_LISTS = ("req_nodes", "exc_nodes", "script_args", "array_indices", "gres_req", "mail_type", "hint",
+               "gres_flags")
+_SPEC_DICTS = ("environment", "other_options")
+_JOB_LISTS = ("array_pending", "nodes", "cpus", "mem", "tasks", "gres_alloc")
+# Text fields whose values repeat across many jobs: one object per distinct value.
+_SPEC_TEXT = ("name", "work_dir", "stdout", "stderr", "submit_host", "account", "qos", "partition", "command")
+
+
+class SharedMutated(RuntimeError):
+    """Some code changed a shared empty container in place (a bug: it must assign a new one)."""
+
+
+def shrink(job: Job) -> None:
+    """Share the empty containers and the repeated strings of a just-submitted job."""
+    if _EMPTY_LIST or _EMPTY_DICT:
+        raise SharedMutated(f"a shared empty container was changed in place: {_EMPTY_LIST!r} {_EMPTY_DICT!r}")
+    spec = job.spec
+    for name in _SPEC_LISTS:
+        value = getattr(spec, name)
+        if not value and value is not _EMPTY_LIST and type(value) is list:
+            setattr(spec, name, _EMPTY_LIST)
+    for name in _SPEC_DICTS:
+        value = getattr(spec, name)
+        if not value and value is not _EMPTY_DICT and type(value) is dict:
+            setattr(spec, name, _EMPTY_DICT)
+    for name in _JOB_LISTS:
+        value = getattr(job, name)
+        if not value and value is not _EMPTY_LIST and type(value) is list:
+            setattr(job, name, _EMPTY_LIST)
+    for name in _SPEC_TEXT:
+        value = getattr(spec, name)
+        if type(value) is str and len(value) < 256:
+            setattr(spec, name, sys.intern(value))
