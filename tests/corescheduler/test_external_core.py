@@ -1,7 +1,8 @@
 """EXTERNAL_JOB in the core, sans-IO (core_external.py): allocated and RUNNING with nothing sent
 to a node daemon, ended when told (CANCELLED 0:0) or at its time limit (TIMEOUT 0:0), as Slurm
 22.05 records an allocation that runs nothing (``salloc --no-shell``, observed on the anchor);
-admin_comment is the operators'; External nodes take external jobs only.  The daemons' and
+admin_comment is the operators'; External nodes take external jobs only; a node's Comment (the
+Kubernetes operator's pod) is kept.  The daemons' and
 REST side: tests/integration/test_external_job.py, tests/rest/test_k8s_bridge.py."""
 
 from __future__ import annotations
@@ -108,3 +109,21 @@ def test_admin_comment_update_is_the_operators() -> None:
     assert core.jobs[job_id].spec.admin_comment is None
     service.update_job(protocol.UpdateJob(job_ids=[str(job_id)], fields={"AdminComment": '{"pods":[]}'}), ROOT, T0)
     assert core.jobs[job_id].spec.admin_comment == '{"pods":[]}'
+
+
+def test_node_comment_is_set_cleared_and_kept_across_a_restart() -> None:
+    """slurm-operator keeps the pod behind a node in its Comment (POST node/{name} comment)."""
+    core, _ = _core()
+    core.update_nodes(["n1"], None, None, ROOT, T0, comment='{"podName":"w-0"}')
+    assert core.nodes["n1"].comment == '{"podName":"w-0"}' and core.nodes["n1"].state == "IDLE"
+    saved = core.take_node_admin()
+    assert saved is not None
+    again, _ = _core()
+    again.restore_node_admin(saved, T0 + 1)
+    assert again.nodes["n1"].comment == '{"podName":"w-0"}' and again.nodes["n2"].comment is None
+    older = '{"n2": {"down": false, "drain": true, "reason": "r", "reason_time": 1.0, "reason_user": "root", ' \
+            '"reboot": "", "reboot_next": "", "reboot_time": null, "reboot_drained": false}}'
+    again.restore_node_admin(older, T0 + 2)  # (a state saved before comments were kept)
+    assert again.nodes["n2"].drain and again.nodes["n2"].comment is None
+    core.update_nodes(["n1"], None, None, ROOT, T0 + 3, comment="")
+    assert core.nodes["n1"].comment is None

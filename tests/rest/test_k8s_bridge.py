@@ -191,6 +191,15 @@ def test_operator_drains_with_a_reason_and_undrains(k8s: Rest) -> None:
     status, body = call(k8s.url, "POST", f"/slurm/{V}/node/n2", token, ME, body={"state": ["UNDRAIN"], "reason": ""})
     assert status == 200, body
     assert "DRAIN" not in node()["state"]
+    # UpdateNodeWithPodInfo: the pod behind the node, in its comment; read back from nodes/ to
+    # find a defunct pod's node (GetDefunctNodesForNodeSet); scontrol's Comment= clears it.
+    info = json.dumps({"namespace": "slurm", "podName": "slurm-worker-n2", "node": "kube-1",
+                       "nodeSetName": "slurm-worker", "nodeSetUID": "5f0c"})
+    status, body = call(k8s.url, "POST", f"/slurm/{V}/node/n2", token, ME, body={"comment": info})
+    assert status == 200 and not body.get("warnings"), body
+    assert node()["comment"] == info
+    shown = k8s.cluster.run("scontrol", "update", "NodeName=n2", "Comment=", check=True)
+    assert shown.returncode == 0 and node()["comment"] == ""
 
 
 def new_node(k8s: Rest, token: str, conf: str) -> tuple[int, dict]:
