@@ -1,9 +1,11 @@
 """A submission that survives a busy or slow controller: Slurm's sbatch retry, made safe.
 
 What Slurm's sbatch does when slurmctld answers EAGAIN (too busy, or MaxJobCount reached):
-it prints ``sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying.``
+it prints ``sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying``
 once, sleeps 1 s, 2 s, 3 s ... and tries again, at most 15 times; past that it fails with
-``Batch job submission failed: Resource temporarily unavailable``.
+``Batch job submission failed: Resource temporarily unavailable``.  srun and salloc do the same
+with their own lines (BUSY_LINES: the texts as the 22.05.8 binaries here hold them, the
+trailing period or its absence included).
 
 What plurm adds: every submission carries a fresh idempotency key
 (corescheduler/idempotency.py), so when a reply is lost or late (``Socket timed out on
@@ -31,7 +33,10 @@ if TYPE_CHECKING:
 BUSY_CODE = "Busy"  # the controller's refusal under overload (corescheduler/admission.py)
 MAX_RETRIES = 15  # as Slurm's sbatch
 TIMEOUT_RETRIES = 2  # resends after a timed-out reply (safe: the key)
-BUSY_LINE = "Slurm temporarily unable to accept job, sleeping and retrying."
+BUSY_LINES = {"sbatch": "Slurm temporarily unable to accept job, sleeping and retrying",
+              "srun": "Slurm controller not responding, sleeping and retrying.",
+              "salloc": "Slurm job queue full, sleeping and retrying."}
+BUSY_LINE = BUSY_LINES["sbatch"]
 
 
 def new_key() -> str:
@@ -54,7 +59,8 @@ def submit_retrying(send: Callable[[], dict[str, Any]], prog: str = "sbatch", st
         except ClientError as exc:
             if exc.code == BUSY_CODE and busy < max_retries:
                 if busy == 0:
-                    print(f"{prog}: error: {BUSY_LINE}", file=stderr or sys.stderr, flush=True)
+                    print(f"{prog}: error: {BUSY_LINES.get(prog, BUSY_LINE)}", file=stderr or sys.stderr,
+                          flush=True)
                 busy += 1
                 sleep(float(busy))
                 continue

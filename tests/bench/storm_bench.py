@@ -14,7 +14,7 @@ after, or the one ``--plurm-conf`` names):
 * ``--submitters`` threads each run ``sbatch --parsable -H -J storm<pid>_<sys> -o /dev/null
   --wrap true`` processes one after the other for ``--seconds``; every call's latency and
   outcome are kept: accepted (an id printed), accepted after the busy line ("Slurm temporarily
-  unable to accept job, sleeping and retrying."), refused busy (the command gave up with
+  unable to accept job, sleeping and retrying", or "Slurm job queue full ..."), refused busy (the command gave up with
   "Resource temporarily unavailable"), or another error (a timeout, a crash);
 * ``--pollers`` threads each run plain ``squeue -h -n NAME -o "%i %t"`` once a second (the
   next call at once if one took longer than a second);
@@ -49,7 +49,7 @@ from typing import Any
 import psutil
 
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
-BUSY_LINE = "temporarily unable to accept job"
+BUSY_LINES = ("temporarily unable to accept job", "job queue full", "controller not responding")
 BUSY_FAIL = "Resource temporarily unavailable"
 CALL_TIMEOUT_S = 180.0
 
@@ -100,8 +100,8 @@ class Storm:
                 rc, out, err = -1, "", f"no answer in {CALL_TIMEOUT_S:.0f} s"
             latency = time.monotonic() - began
             if rc == 0 and out.strip().split(";")[0].isdigit():
-                outcome = "accepted_after_busy" if BUSY_LINE in err else "accepted"
-            elif BUSY_FAIL in err or BUSY_LINE in err:
+                outcome = "accepted_after_busy" if any(b in err for b in BUSY_LINES) else "accepted"
+            elif BUSY_FAIL in err or any(b in err for b in BUSY_LINES):
                 outcome = "refused_busy"
             else:
                 outcome = "other_error"

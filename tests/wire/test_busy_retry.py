@@ -31,6 +31,15 @@ def test_busy_then_accepted() -> None:
     assert sleeps == [1.0, 2.0, 3.0] and calls["n"] == 4
 
 
+@pytest.mark.parametrize("prog,line", [("srun", "Slurm controller not responding, sleeping and retrying."),
+                                       ("salloc", "Slurm job queue full, sleeping and retrying.")])
+def test_srun_and_salloc_say_their_own_lines(prog: str, line: str) -> None:
+    send, _calls = failing("Busy", "Busy")
+    err = io.StringIO()
+    assert submit_retrying(send, prog, stderr=err, sleep=lambda s: None) == {"job_id": 5}
+    assert err.getvalue() == f"{prog}: error: {line}\n"
+
+
 def test_busy_past_the_retries_raises() -> None:
     send, calls = failing(*["Busy"] * 20)
     sleeps: list[float] = []
