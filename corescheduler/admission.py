@@ -6,7 +6,7 @@ reply).  A client whose reply comes after its timeout (MessageTimeout, 10 s) rep
 failure although its job may be committed a moment later: a half-accepted submission.
 Refusing early keeps each turn short and tells the client the truth: nothing was recorded,
 retry.  sbatch then sleeps and retries as Slurm's does ("Slurm temporarily unable to
-accept job, sleeping and retrying.": wire/busy_retry.py), resending the same idempotency
+accept job, sleeping and retrying": wire/busy_retry.py), resending the same idempotency
 key, so a retry after a lost reply never makes a second job (idempotency.py).
 
 Four bounds, each refusing with code ``Busy``:
