@@ -102,3 +102,26 @@ def test_a_pass_leaves_held_jobs_alone_until_their_reason_must_change() -> None:
     core.jobs[held].held_by = "admin"  # (as scontrol hold after a user hold: the reason must follow)
     core.schedule(T0 + 3)
     assert core.jobs[held].reason == "JobHeldAdmin"
+
+
+def test_a_tick_watches_only_jobs_it_may_act_on_and_still_acts() -> None:
+    service = _service()
+    core = service.core
+    held = [_submit(service, T0, hold=True) for _ in range(50)]
+    later = _submit(service, T0, begin_time=T0 + 3)
+    core.schedule(T0)
+    core.tick(T0 + 1)  # the first tick visits every job
+    assert core.tickset.watch == {later}  # held jobs: nothing a tick could do
+    assert core.tickset.visit(core.jobs, T0 + 1.5) == [core.jobs[later]]
+    core.tickset.keep([core.jobs[later]], core.jobs)
+    core.need_schedule = False
+    core.tick(T0 + 4)  # --begin came: the tick notices without a full visit
+    assert core.need_schedule
+    core.schedule(T0 + 4)
+    assert core.jobs[later].state == model.RUNNING
+    service.cancel(protocol.CancelJob(job_ids=[str(held[0])]), ALICE, T0 + 5)  # saved: watched again
+    core.tick(T0 + 6)
+    assert held[0] in core.tickset.watch and later in core.tickset.watch
+    core.settings.min_job_age = 1.0
+    core.tick(T0 + 8)  # (before the next full visit at T0 + 31)
+    assert held[0] not in core.jobs  # purged after MinJobAge, as a full visit does
