@@ -5,7 +5,8 @@
                                   [--sbatch 100] [--small 1000] [--large 100000] [--slurm-large 5000]
                                   [--reps 10] [--large-reps 5] [--no-slurm] [--json]
 
-In one run, for each side (plurm first, then the real Slurm):
+In one run, plurm's and the real Slurm's calls interleaved (one each in turn, so that both
+meet the same load on a shared machine):
 
 * ``sbatch``: ``--sbatch`` sequential ``sbatch --hold -J cli_<pid>sb --wrap true -o /dev/null``
   processes, each timed from fork to exit (mean and median);
@@ -41,22 +42,41 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 SLURM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 TAG = f"cli_{os.getpid()}"
+
+
+def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+    """One run's wall time (ms, fork to exit) and its stdout; a failure raises."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    elapsed = (time.perf_counter() - t0) * 1000
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
+    return elapsed, proc.stdout.decode()
 
 
 def _timed(cmd: list[str], env: dict[str, str], runs: int) -> tuple[list[float], str]:
     """Wall times (ms) of ``runs`` sequential runs of ``cmd``, and the last run's stdout."""
     times, out = [], ""
     for _ in range(runs):
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        times.append((time.perf_counter() - t0) * 1000)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
-        out = proc.stdout.decode()
+        elapsed, out = _run(cmd, env)
+        times.append(elapsed)
     return times, out
+
+
+def _interleaved(cmds: list[tuple[list[str], dict[str, str]]], runs: int) -> list[tuple[list[float], str]]:
+    """Each command once in turn, ``runs`` rounds: both sides meet the same load on a shared
+    machine (a load that swings 5x within minutes here made one-side-then-the-other unfair)."""
+    times: list[list[float]] = [[] for _ in cmds]
+    outs = [""] * len(cmds)
+    for _ in range(runs):
+        for i, (cmd, env) in enumerate(cmds):
+            elapsed, outs[i] = _run(cmd, env)
+            times[i].append(elapsed)
+    return list(zip(times, outs))
 
 
 def _stats(prefix: str, times: list[float], figures: dict[str, float]) -> None:
@@ -85,22 +105,29 @@ class Side:
             subprocess.run(self.cmd("scancel", "-n", f"{TAG}{suffix}"), env=self.env, capture_output=True)
 
 
-def measure_side(side: Side, args: argparse.Namespace, large: int, fill) -> dict[str, float]:
-    """sbatch, then squeue at ``--small`` and ``large`` of this run's jobs queued."""
-    figures: dict[str, float] = {}
-    times, _ = _timed(side.sbatch_cmd("sb"), side.env, args.sbatch)
-    _stats("sbatch", times, figures)
-    figures["queued_before"] = side.queued() - args.sbatch  # other sessions' jobs, on a shared Slurm
-    mine = args.sbatch
-    for label, target in (("small", args.small), ("large", large)):
-        if target > mine:
-            fill(target - mine)
-            mine = target
-        figures[f"{label}_jobs"] = mine
+def measure_sides(sides: list[tuple[Side, int, Any]], args: argparse.Namespace) -> list[dict[str, float]]:
+    """sbatch, then squeue at ``--small`` and at each side's large size, the sides interleaved.
+    ``sides``: (side, its large size, its fill(count))."""
+    figures: list[dict[str, float]] = [{} for _ in sides]
+    print(f"{args.sbatch} sbatch on each side, interleaved", file=sys.stderr, flush=True)
+    for fig, (times, _) in zip(figures, _interleaved([(s.sbatch_cmd("sb"), s.env) for s, _, _ in sides],
+                                                      args.sbatch)):
+        _stats("sbatch", times, fig)
+    mine = [args.sbatch] * len(sides)
+    for fig, (side, _, _) in zip(figures, sides):
+        fig["queued_before"] = side.queued() - args.sbatch  # other sessions' jobs, on a shared Slurm
+    for label in ("small", "large"):
+        for i, (side, large, fill) in enumerate(sides):
+            target = args.small if label == "small" else large
+            print(f"{side.name}: filling to {target} of this run's jobs", file=sys.stderr, flush=True)
+            if target > mine[i]:
+                fill(target - mine[i])
+                mine[i] = target
+            figures[i][f"{label}_jobs"] = mine[i]
         reps = args.reps if label == "small" else args.large_reps
-        times, out = _timed(side.cmd("squeue"), side.env, reps)
-        _stats(f"squeue_{label}", times, figures)
-        figures[f"squeue_{label}_lines"] = len(out.splitlines())
+        for fig, (times, out) in zip(figures, _interleaved([(s.cmd("squeue"), s.env) for s, _, _ in sides], reps)):
+            _stats(f"squeue_{label}", times, fig)
+            fig[f"squeue_{label}_lines"] = len(out.splitlines())
     return figures
 
 
@@ -108,12 +135,22 @@ def measure_side(side: Side, args: argparse.Namespace, large: int, fill) -> dict
 def _plurm_fill(conf: str):
     def fill(count: int) -> None:
         from plurm import api
+        from plurm.wire.client import ClientError
 
         body = api.prepare(wrap="true", args=["--hold", "-J", f"{TAG}fill", "-o", "/dev/null"],
                            environ={k: os.environ[k] for k in ("PATH", "HOME", "USER") if k in os.environ})
         with api.Client(conf, timeout=300) as client:
-            for start in range(0, count, 20_000):
-                results = client.submit_many([body] * min(20_000, count - start))
+            for start in range(0, count, 10_000):
+                for _ in range(60):  # a Busy refusal records nothing (corescheduler/admission.py): again
+                    try:
+                        results = client.submit_many([body] * min(10_000, count - start))
+                        break
+                    except ClientError as exc:
+                        if exc.code != "Busy":
+                            raise
+                        time.sleep(1)
+                else:
+                    raise RuntimeError("the controller stayed busy for a minute")
                 bad = [r.error for r in results if r.error]
                 if bad:
                     raise RuntimeError(f"submit_many refused {len(bad)}: {bad[:3]}")
@@ -150,10 +187,11 @@ def _interpreter(launcher: str) -> str:
 
 def _inprocess_breakdown(conf: str) -> dict[str, float]:
     """The round trip and squeue's decode and formatting, in this process (no start-up)."""
-    os.environ["SLURM_CONF"] = conf
+    import gc
+
     from plurm import api
     from plurm.tools import squeue, squeuefmt
-    from plurm.wire import client, lightjson
+    from plurm.wire import bigjson, client, lightjson
 
     figures: dict[str, float] = {}
     settings = client.read_settings(conf)
@@ -177,18 +215,20 @@ def _inprocess_breakdown(conf: str) -> dict[str, float]:
         t0 = time.perf_counter()
         _, raw = conn.request_raw("job_info", squeue._request_body(opts))
         t1 = time.perf_counter()
-        reply = lightjson.loads(raw)
+        gc.disable()  # (as squeue: tools/squeue.py main)
+        reply = (bigjson.loads if len(raw) >= client.LARGE_REPLY else lightjson.loads)(raw)
         t2 = time.perf_counter()
+        ctx = squeuefmt.Context(reply.get("now") or time.time(), None, cluster=reply.get("cluster", ""))
+        text = squeuefmt.format_jobs(reply.get("jobs", []), opts, ctx)
+        t3 = time.perf_counter()
     finally:
+        gc.enable()
         conn.close()
-    ctx = squeuefmt.Context(reply.get("now") or time.time(), None, cluster=reply.get("cluster", ""))
-    text = squeuefmt.format_jobs(reply.get("jobs", []), opts, ctx)
-    t3 = time.perf_counter()
     figures["job_info_jobs"] = len(reply.get("jobs", []))
     figures["job_info_reply_bytes"] = len(raw)
     figures["job_info_request_ms"] = (t1 - t0) * 1000
     figures["job_info_decode_ms"] = (t2 - t1) * 1000
-    figures["squeue_format_ms"] = (t3 - t2) * 1000
+    figures["squeue_sort_format_ms"] = (t3 - t2) * 1000
     figures["squeue_output_bytes"] = len(text)
     return figures
 
@@ -203,16 +243,12 @@ def _compile(side: Side) -> None:
     subprocess.run([_interpreter(side.cmd("squeue")[0]), "-c", code], env=side.env, check=True, capture_output=True)
 
 
-def measure_plurm(args: argparse.Namespace, conf: str) -> dict[str, float]:
-    side = Side("plurm", args.plurm_bin, dict(os.environ, SLURM_CONF=conf))
-    _compile(side)
-    try:
-        figures = _bare_interpreter(side)
-        figures.update(_import_breakdown(side))
-        figures.update(measure_side(side, args, args.large, _plurm_fill(conf)))
-        figures.update(_inprocess_breakdown(conf))  # (at the large size: what the last squeue got)
-    finally:
-        side.cancel()
+def plurm_breakdown(side: Side, conf: str) -> dict[str, float]:
+    """Where plurm's time goes: interpreter, imports, and in process (at the large size)."""
+    print("plurm: breakdown", file=sys.stderr, flush=True)
+    figures = _bare_interpreter(side)
+    figures.update(_import_breakdown(side))
+    figures.update(_inprocess_breakdown(conf))
     return figures
 
 
@@ -238,12 +274,9 @@ def _slurm_fill(side: Side):
     return fill
 
 
-def measure_slurm(args: argparse.Namespace) -> dict[str, float]:
-    side = Side("slurm", args.slurm_bin, dict(os.environ, PATH=SLURM_PATH))
-    try:
-        return measure_side(side, args, args.slurm_large, _slurm_fill(side))
-    finally:
-        side.cancel()
+def slurm_side(args: argparse.Namespace) -> Side:
+    env = {k: v for k, v in os.environ.items() if k != "SLURM_CONF"}  # (plurm's: Slurm reads /etc/slurm)
+    return Side("slurm", args.slurm_bin, dict(env, PATH=SLURM_PATH))
 
 
 # ----------------------------------------------------------------------------- report
@@ -292,21 +325,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
-    def plurm_side() -> dict[str, float]:
-        if args.plurm_conf:
-            return measure_plurm(args, args.plurm_conf)
+    def measure(conf: str) -> tuple[dict[str, float], dict[str, float] | None]:
+        plurm = Side("plurm", args.plurm_bin, dict(os.environ, SLURM_CONF=conf))
+        _compile(plurm)
+        sides = [(plurm, args.large, _plurm_fill(conf))]
+        if not args.no_slurm:
+            slurm = slurm_side(args)
+            sides.append((slurm, args.slurm_large, _slurm_fill(slurm)))
+        try:
+            figures = measure_sides(sides, args)
+            figures[0].update(plurm_breakdown(plurm, conf))
+        finally:
+            for side, _, _ in sides:
+                side.cancel()
+        return figures[0], figures[1] if len(figures) > 1 else None
+
+    if args.plurm_conf:
+        plurm, slurm = measure(args.plurm_conf)
+    else:
         plurm_cmd = str(Path(sys.executable).parent / "plurm")  # (the daemons: this interpreter's plurm)
         with tempfile.TemporaryDirectory(prefix="clibench") as tmp:
             directory = Path(tmp) / "cluster"
             subprocess.run([plurm_cmd, "cluster", "up", "--dir", str(directory), "--nodes", "8",
                             "--cpus-per-node", "4", "--memory-per-node", "2800"], check=True, capture_output=True)
             try:
-                return measure_plurm(args, str(directory / "slurm.conf"))
+                plurm, slurm = measure(str(directory / "slurm.conf"))
             finally:
                 subprocess.run([plurm_cmd, "cluster", "down", "--dir", str(directory)], capture_output=True)
-
-    plurm = plurm_side()
-    slurm = None if args.no_slurm else measure_slurm(args)
     if args.json:
         print(json.dumps({"plurm": plurm, "slurm": slurm}))
     else:
