@@ -97,8 +97,11 @@ def test_a_pass_leaves_held_jobs_alone_until_their_reason_must_change() -> None:
     held = _submit(service, T0, hold=True)
     core.schedule(T0 + 1)
     core.take_effects()
+    looked: list[int] = []
+    eligible = core._eligible_reason
+    core._eligible_reason = lambda job, now: looked.append(job.job_id) or eligible(job, now)  # type: ignore[method-assign]
     core.schedule(T0 + 2)
-    assert core.take_effects() == []  # nothing to write for a held job showing its hold
+    assert core.take_effects() == [] and looked == []  # a held job showing its hold: not even looked at
     core.jobs[held].held_by = "admin"  # (as scontrol hold after a user hold: the reason must follow)
     core.schedule(T0 + 3)
     assert core.jobs[held].reason == "JobHeldAdmin"
