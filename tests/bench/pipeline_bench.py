@@ -22,7 +22,10 @@ In one run:
 The same client loops for both systems; squeue is polled every ``--poll`` s and the end is the
 start of the first poll that found nothing (so the figure never overstates a rate).  Each
 figure is the best of ``--rounds``; prints jobs/s, plurm/Slurm ratios and plurm's share of the
-spawn limit (the goal: >= 10x Slurm and >= 70% of the limit).  Jobs are named
+spawn limit (the goal: >= 10x Slurm and >= 70% of the limit), and plurm's daemons' CPU per job
+(ms: controller, node daemons and the supervisors and shells they reaped; ``--plurm-conf`` too
+when its pid files are in ``run/`` beside it, as ``plurm cluster up`` puts them): on a shared
+machine jobs/s follow the load, CPU per job hardly does.  Jobs are named
 ``thru<pid>_*`` and cancelled at the end.  Standard library and plurm's commands only.
 
 ``--unconfined``: as root ``plurm cluster up`` confines jobs with cgroups (the real Slurm here
@@ -49,10 +52,35 @@ SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 class System:
     """One workload manager's commands: where they are and the environment they run in."""
 
-    def __init__(self, name: str, bin_dir: Path, env: dict[str, str]) -> None:
+    def __init__(self, name: str, bin_dir: Path, env: dict[str, str], run_dir: Path | None = None) -> None:
         self.name = name
         self.bin_dir = bin_dir
         self.env = env
+        self.run_dir = run_dir  # plurm: the daemons' pid files, for their CPU seconds
+        self.cpu_ms: dict[str, float] = {}  # the least CPU per job of the rounds, by workload
+
+    def daemon_cpu_s(self) -> float | None:
+        """CPU seconds of the cluster's daemons so far, with the children they reaped (a run's
+        supervisor and shell): a figure that, unlike jobs/s, hardly depends on what else the
+        machine runs.  None for Slurm (its slurmstepds are nobody's children)."""
+        if self.run_dir is None:
+            return None
+        total, tick = 0.0, os.sysconf("SC_CLK_TCK")
+        for pidfile in self.run_dir.glob("*.pid"):
+            try:
+                pid = int(pidfile.read_text().split()[0])
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, ValueError, IndexError):
+                continue
+            total += sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+        return total
+
+    def note_cpu(self, what: str, before: float | None, jobs: int) -> None:
+        time.sleep(0.5)  # the last supervisors reaped, so that their times are counted
+        after = self.daemon_cpu_s()
+        if before is not None and after is not None:
+            ms = (after - before) * 1000 / jobs
+            self.cpu_ms[what] = min(self.cpu_ms.get(what, ms), ms)
 
     def run(self, cmd: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run([str(self.bin_dir / cmd), *args], env=self.env, capture_output=True,
@@ -108,19 +136,25 @@ def _submit_held(system: System, name: str, jobs: int) -> list[str]:
 
 def pipeline(system: System, name: str, jobs: int, poll: float, timeout: float) -> float:
     ids = _submit_held(system, name, jobs)
+    cpu = system.daemon_cpu_s()
     start = time.monotonic()
     out = system.run("scontrol", "release", ",".join(ids))
     if out.returncode != 0:
         raise RuntimeError(f"{system.name}: scontrol release failed: {out.stderr.strip()}")
-    return jobs / (system.wait_empty(name, poll, timeout) - start)
+    rate = jobs / (system.wait_empty(name, poll, timeout) - start)
+    system.note_cpu("pipeline", cpu, jobs)
+    return rate
 
 
 def array(system: System, name: str, tasks: int, poll: float, timeout: float) -> float:
+    cpu = system.daemon_cpu_s()
     start = time.monotonic()
     out = system.run("sbatch", "--parsable", f"--array=1-{tasks}", "-J", name, "-o", "/dev/null", "--wrap", "true")
     if out.returncode != 0:
         raise RuntimeError(f"{system.name}: sbatch --array failed: {out.stderr.strip()}")
-    return tasks / (system.wait_empty(name, poll, timeout) - start)
+    rate = tasks / (system.wait_empty(name, poll, timeout) - start)
+    system.note_cpu("array", cpu, tasks)
+    return rate
 
 
 def measure(system: System, args: argparse.Namespace, tag: str) -> dict[str, float]:
@@ -189,8 +223,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="thru-pipeline-") as tmp:
         conf = Path(args.plurm_conf) if args.plurm_conf else _start_plurm(Path(tmp) / "c", args.unconfined)
         try:
-            plurm = System("plurm", _plurm_bin(), dict(os.environ, SLURM_CONF=str(conf)))
+            plurm = System("plurm", _plurm_bin(), dict(os.environ, SLURM_CONF=str(conf)), conf.parent / "run")
             got = measure(plurm, args, tag + "p")
+            for what, ms in plurm.cpu_ms.items():
+                figures[f"plurm_{what}_daemon_cpu_ms_per_job"] = ms
         finally:
             if not args.plurm_conf:
                 subprocess.run([str(_plurm_bin() / "plurm"), "cluster", "down", "--dir", str(Path(tmp) / "c")],
@@ -207,7 +243,7 @@ def main() -> int:
         print(json.dumps(figures, indent=1))
     else:
         for key, value in figures.items():
-            unit = "x" if "ratio" in key else "%" if "pct" in key else "/s"
+            unit = "x" if "ratio" in key else "%" if "pct" in key else "ms" if key.endswith("_ms_per_job") else "/s"
             print(f"{key} {'-' if value is None else f'{value:.2f}'} {unit}")
     return 0
 
