@@ -13,7 +13,6 @@ import subprocess
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from plurm.common import rlimits
 from plurm.nodeagent import jobstate, launch
 from plurm.wire import lightjson
