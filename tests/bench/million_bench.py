@@ -265,7 +265,8 @@ def report(plurm: dict[str, Any], slurm: dict[str, Any] | None) -> str:
     lines.append(f"submit_many of {CHUNK:,} at that size: {plurm['submit_many_jobs_per_s']:,.0f} jobs/s")
     if slurm:
         lines.append(f"Slurm: {slurm['jobs']:,} held jobs (MaxJobCount), "
-                     f"{slurm.get('sacct_records', 0):,} records in slurmdbd; {slurm.get('fill_error', '')}")
+                     f"{slurm.get('sacct_records', 0):,} jobs eligible since 2020 in slurmdbd (held ones never were); "
+                     f"{slurm.get('fill_error', '')}")
     lines.append(f"{'':36} {'plurm':>10} {'Slurm':>10} {'ratio':>7}")
     for label, key, unit in ROWS:
         mine = plurm.get(key)
