@@ -6,15 +6,18 @@ scheduling pass that leaves held jobs alone."""
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from plurm.corescheduler import accounting, acct_live
 from plurm.corescheduler.core import ClusterCore, CoreSettings
 from plurm.corescheduler.identity import Identity
 from plurm.corescheduler.service import Service
 from plurm.corescheduler.store import StateStore
+from plurm.corescheduler.stores import open_store
 from plurm.wire import model, protocol
 from plurm.wire.model import Job, JobSpec, Node, Partition
 
@@ -50,6 +53,29 @@ def test_the_window_is_answered_in_sql_by_submission_and_end(tmp_path: Path) -> 
     plan = store.db.execute("EXPLAIN QUERY PLAN SELECT job_id, data FROM acct_jobs WHERE end_time >= ? "
                             "AND submit_time <= ?", (35, 55)).fetchall()
     assert "USING INDEX" in str(plan), plan  # not a scan of every record
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_both_stores_answer_the_window_and_fill_an_old_store(backend: str, tmp_path: Path,
+                                                            request: pytest.FixtureRequest) -> None:
+    if backend == "sqlite":
+        location = str(tmp_path / "state")
+    else:
+        location = request.getfixturevalue("postgres").create_database(f"w_{uuid.uuid4().hex[:12]}")
+    store = open_store(location)
+    for job_id, (submit, end) in enumerate([(10, 20), (30, 40), (50, 60)], start=1):
+        store.put_acct_job(_finished(job_id, submit, end))
+    store.commit()
+    assert [j.job_id for j in store.acct_jobs(since=35, until=55)] == [2, 3]
+    # As a store written before the column: drop it (and its index), reopen, and it is filled again.
+    store._run("DROP INDEX acct_jobs_window")
+    store._run("ALTER TABLE acct_jobs DROP COLUMN submit_time")
+    store.commit()
+    store.close()
+    store = open_store(location)
+    assert [j.job_id for j in store.acct_jobs(since=35, until=55)] == [2, 3]
+    assert [j.job_id for j in store.acct_jobs(since=15, until=25)] == [1]
+    store.close()
 
 
 def test_a_store_from_before_the_column_gets_it_filled(tmp_path: Path) -> None:
