@@ -58,7 +58,7 @@ def _timed(argv: list[str], env: dict[str, str], reps: int) -> tuple[float, int]
     times, lines = [], 0
     for _ in range(reps):
         t0 = time.perf_counter()
-        done = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+        done = subprocess.run(argv, env=env, capture_output=True, check=False)
         times.append((time.perf_counter() - t0) * 1000)
         if done.returncode != 0:
             raise RuntimeError(f"{argv}: rc {done.returncode}: {done.stderr.decode()[:300]}")
@@ -254,11 +254,10 @@ ROWS = [("sbatch --hold, one job", "sbatch_ms", "ms"), ("squeue, every job", "sq
 
 
 def report(plurm: dict[str, Any], slurm: dict[str, Any] | None) -> str:
-    lines = [f"plurm: {plurm['jobs']:,} jobs ({plurm['in_memory_filled']:,} in memory after the fill, the rest "
-             "only in accounting), "
-             f"filled at {plurm['fill_jobs_per_s']:,.0f} jobs/s",
-             f"plurmctld RSS: start {plurm['rss_start'] / 2**20:,.0f} MiB, filled {plurm['rss_filled'] / 2**20:,.0f} MiB "
-             f"({plurm['bytes_per_job_filled']:,.0f} B per job in memory)"]
+    lines = [(f"plurm: {plurm['jobs']:,} jobs ({plurm['in_memory_filled']:,} in memory after the fill, the rest "
+              f"only in accounting), filled at {plurm['fill_jobs_per_s']:,.0f} jobs/s"),
+             (f"plurmctld RSS: start {plurm['rss_start'] / 2**20:,.0f} MiB, "
+              f"filled {plurm['rss_filled'] / 2**20:,.0f} MiB ({plurm['bytes_per_job_filled']:,.0f} B per job in memory)")]
     if "rss_after_purge" in plurm:
         lines.append(f"plurmctld RSS after MinJobAge: {plurm['rss_after_purge'] / 2**20:,.0f} MiB "
                      f"({plurm['bytes_per_queued_job']:,.0f} B per queued job)")
@@ -317,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                 plurm = measure_plurm(str(conf), args.jobs, args.finished, args.min_job_age, args.sbatch,
                                       args.reps)
             finally:
-                subprocess.run(_cmd("plurm") + ["cluster", "down", "--dir", str(directory)], capture_output=True)
+                subprocess.run(_cmd("plurm") + ["cluster", "down", "--dir", str(directory)], capture_output=True,
+                               check=False)
     if args.json:
         print(json.dumps({"plurm": plurm, "slurm": slurm}))
     else:

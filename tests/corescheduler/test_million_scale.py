@@ -11,7 +11,6 @@ from pathlib import Path
 
 import msgspec
 import pytest
-
 from plurm.corescheduler import accounting, acct_live
 from plurm.corescheduler.core import ClusterCore, CoreSettings
 from plurm.corescheduler.identity import Identity
