@@ -160,10 +160,15 @@ def decay_half_life(conf: Any) -> float:
 
 def core_from_conf(conf: Any, *, accounts: AccountBook | None = None, jobs: Iterable[Job] = (),
                    open_steps: Iterable[StepRecord] = (), next_job_id: int | None = None, now: float = 0.0,
-                   slurm_user: str = "root") -> ClusterCore:
+                   slurm_user: str = "root", dynamic_nodes: Iterable[Node] = ()) -> ClusterCore:
     """The core for a loaded slurm.conf (plurm.grammar.slurmconf): empty, or with the
-    jobs, open steps and associations a controller restores from its store."""
-    core = ClusterCore(nodes_from_conf(conf), partitions_from_conf(conf), settings_from_conf(conf, slurm_user),
+    jobs, open steps, associations and dynamic nodes a controller restores from its store."""
+    nodes, partitions = nodes_from_conf(conf), partitions_from_conf(conf)
+    if dynamic_nodes:  # (before the jobs: theirs hold them; dynnodes_conf.py)
+        from plurm.corescheduler.dynnodes_conf import merge
+
+        merge(conf, nodes, partitions, dynamic_nodes)
+    core = ClusterCore(nodes, partitions, settings_from_conf(conf, slurm_user),
                        priority_policy=priority_policy(conf), preempt_policy=preempt_policy(conf),
                        accounts=accounts or AccountBook(half_life_s=decay_half_life(conf)), jobs=jobs,
                        open_steps=open_steps, next_job_id=next_job_id, now=now)

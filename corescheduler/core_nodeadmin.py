@@ -56,8 +56,9 @@ STATES = ("DRAIN", "DOWN", "RESUME", "IDLE", "UNDRAIN", "CANCEL_REBOOT")
 SAVED_FIELDS: dict[str, tuple[type, ...]] = {
     "down": (bool,), "drain": (bool,), "reason": (str, type(None)), "reason_time": (float, int, type(None)),
     "reason_user": (str, type(None)), "reboot": (str,), "reboot_next": (str,),
-    "reboot_time": (float, int, type(None)), "reboot_drained": (bool,), "reboot_job": (bool,)}
-OPTIONAL_FIELDS = {"reboot_job": False}  # (newer than some saved states: their default)
+    "reboot_time": (float, int, type(None)), "reboot_drained": (bool,), "reboot_job": (bool,),
+    "comment": (str, type(None))}
+OPTIONAL_FIELDS = {"reboot_job": False, "comment": None}  # (newer than some saved states: their default)
 
 
 class NodeAdmin:
@@ -87,7 +88,7 @@ class NodeAdmin:
 
     # ------------------------------------------------------------------ scontrol update
     def update_nodes(self, names: list[str], state: str | None, reason: str | None, who: Identity,
-                     now: float) -> list[Outgoing]:
+                     now: float, comment: str | None = None) -> list[Outgoing]:
         """``scontrol update NodeName=<names> [State=...] [Reason=...]``.  An unknown name
         refuses the whole request (slurmctld changes the nodes before it: here nothing is
         half done).  A node whose state refuses the change (RESUME of a node in service,
@@ -105,6 +106,8 @@ class NodeAdmin:
             raise RequestError(*INVALID_NODE)
         refusal: RequestError | None = None
         for name in names:
+            if comment is not None:  # Comment= ("" clears it)
+                self.nodes[name].comment = comment or None
             try:
                 self._update_one(self.nodes[name], upper, reason, who, now)
             except RequestError as exc:  # (RESUME and CANCEL_REBOOT only: they send nothing)
@@ -298,7 +301,7 @@ class NodeAdmin:
             return None
         self.node_admin_dirty = False
         text = json.dumps({name: {f: getattr(node, f) for f in SAVED_FIELDS} for name, node in self.nodes.items()
-                           if node.down or node.drain or node.reboot or node.reason}, sort_keys=True)
+                           if node.down or node.drain or node.reboot or node.reason or node.comment}, sort_keys=True)
         if text == self._node_admin_saved:
             return None
         self._node_admin_saved = text

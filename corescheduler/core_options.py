@@ -16,6 +16,7 @@ from plurm.corescheduler.core_timeprio import TimePriority  # area: timeprio
 from plurm.corescheduler.core_rest import RestOptions  # area: rest
 from plurm.corescheduler.core_immediate import ImmediateJobs  # area: immediate
 from plurm.corescheduler.core_reboot import JobReboot  # area: reboot
+from plurm.corescheduler.core_external import ExternalJobs  # area: k8s (EXTERNAL_JOB, issue 16)
 
 
 class OptionEffects(
@@ -28,5 +29,6 @@ class OptionEffects(
     RestOptions,  # area: rest
     ImmediateJobs,  # area: immediate
     JobReboot,  # area: reboot
+    ExternalJobs,  # area: k8s
 ):
     """What the issue-14 options do in the core; the areas' mixins are its bases."""

@@ -32,6 +32,7 @@ class JobChanges:
     nice: int | None = None
     name: str | None = None
     comment: str | None = None
+    admin_comment: str | None = None  # AdminComment= (operators only; slurm-bridge's pods: core_external.py)
     nodes: tuple[int, int | None] | None = None  # (min, max)
     ntasks: int | None = None
     licenses: str | None = None  # Licenses= ("" takes them away; core_licenses.py)
@@ -75,6 +76,8 @@ class JobUpdates:
             changes.priority = None  # its own value again: nothing to change
         if not privileged:
             authz.check_owner_update(job, changes, _UNSET, current.max_time if current is not None else None)
+            if changes.admin_comment is not None:
+                raise authz.denied()  # (AdminComment is the operators', as Slurm's)
         partition = None
         if changes.partition is not None:
             partition = self.partitions.get(changes.partition)
@@ -116,6 +119,8 @@ class JobUpdates:
             job.spec.name = changes.name
         if changes.comment is not None:
             job.spec.comment = changes.comment
+        if changes.admin_comment is not None:
+            job.spec.admin_comment = changes.admin_comment or None
         if changes.nodes is not None:
             job.spec.nodes_min, job.spec.nodes_max = changes.nodes
         if changes.ntasks is not None:

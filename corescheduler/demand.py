@@ -95,6 +95,7 @@ class Demand:
     wishes: NodeWishes | None = None  # --tmp, --prefer, --spread-job (timeprio_place.py)
     topo: topology.Topology | None = None  # sockets, cores, threads, --mincpus (topology.py)
     enforce_binding: bool = False  # --gres-flags=enforce-binding: CPUs local to the GPUs (gresbind.py)
+    external: bool = False  # EXTERNAL_JOB: State=EXTERNAL nodes are usable too (core_external.may_use_node)
 
 
 def allocation_of(names: list[str], indices: list[int], tasks: list[int], total_cpus: list[int],
@@ -144,6 +145,7 @@ def demand_of(spec: JobSpec, partition: Partition | None, default_mem_per_cpu: i
         if mode == "NO" or (mode == "YES" and (not spec.oversubscribe or spec.exclusive)):
             share = 0  # YES: only jobs that ask (--oversubscribe) share; FORCE: every job
     return shape_demand(spec, Demand(
+        external=spec.external,
         gres=needs,
         nodes_min=nodes_min,
         nodes_max=spec.nodes_max or 0,

@@ -11,6 +11,7 @@ is built (their jobs hold them), and :func:`keep_on_reconfigure` keeps them acro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,6 +25,11 @@ from plurm.wire.model import Node, Partition
 STATES = {"FUTURE": "future", "CLOUD": "cloud", "EXTERNAL": "external"}
 STATE_REFUSAL = "Only State=FUTURE, State=CLOUD and State=EXTERNAL allowed for nodes created by scontrol"
 
+# GresConf= (newer Slurm: the node's gres.conf lines, sent by slurm-bridge as GresConf="" on
+# every Kubernetes node).  Taken and set aside: device files matter only to a plurmd, which
+# reads its own gres.conf; the counts come from Gres=.
+_GRES_CONF = re.compile(r'(?i)\s+GresConf=("[^"]*"|\S*)')
+
 
 def parse_node_line(line: str, slurmd_port: int, kind: str | None = None) -> list[Node]:
     """The nodes of one node line; ``kind`` forces Node.dynamic (plurmd -Z: "norm").
@@ -35,7 +41,7 @@ def parse_node_line(line: str, slurmd_port: int, kind: str | None = None) -> lis
     if not text.lower().startswith("nodename=") or "\n" in text:
         raise refused
     try:
-        conf = parse_slurm_conf_text(text)
+        conf = parse_slurm_conf_text(_GRES_CONF.sub("", text))
     except ConfError:
         raise refused from None
     if conf.warnings or not conf.nodes:  # (an unknown key: Slurm refuses the line)

@@ -204,8 +204,9 @@ class Scheduler:
                 return None
         return chosen
 
-    def usable(self, node: Node) -> bool:
-        return self._ignore_state or (node.responding and not node.down and not node.drain and node.reboot != "issued")
+    def usable(self, node: Node, external: bool = False) -> bool:
+        return self._ignore_state or (node.responding and not node.down and not node.drain and node.reboot != "issued"
+                                      ) or (external and _external_up(node))
 
     def fits_idle(self, demand: Demand, partition: Partition) -> bool:
         """Could the job run if its partition's nodes were all up and empty?  A job that
@@ -324,7 +325,7 @@ class Scheduler:
 
     def _place(self, demand: Demand, partition: Partition, alternative: constraints.Alternative | None
                ) -> Allocation | None:
-        order = self._usable_order(partition.name)
+        order = self._usable_order(partition.name, demand.external)
         if demand.exc_nodes:
             exclude = {self._index[n] for n in demand.exc_nodes if n in self._index}
             order = [i for i in order if i not in exclude]
@@ -424,20 +425,22 @@ class Scheduler:
                 return result
         return None
 
-    def _usable_order(self, partition: str) -> list[int]:
+    def _usable_order(self, partition: str, external: bool = False) -> list[int]:
         """The partition's usable nodes in preference order, built once per pass (at 10,000
         nodes rebuilding it for every job is most of a pass) from its members in preference
         order, which prepare() keeps while the partitions' node lists stay: only the nodes'
         states are read again (a pass paid 17 ms to sort the members out of every node)."""
-        order = self._order_cache.get(partition)
+        key = partition + "\0external" if external else partition  # (EXTERNAL_JOB jobs: External nodes too)
+        order = self._order_cache.get(key)
         if order is None:
             members = self._member_order[partition]
             if self._ignore_state:
                 order = list(members)
             else:
                 order = [i for i, n in zip(members, self._member_nodes[partition])
-                         if n.responding and not n.down and not n.drain and n.reboot != "issued"]
-            self._order_cache[partition] = order
+                         if n.responding and not n.down and not n.drain and n.reboot != "issued"
+                         or external and _external_up(n)]
+            self._order_cache[key] = order
         return order
 
     def _task_capacity(self, partition: str, cpus_per_task: int) -> int:
@@ -511,7 +514,7 @@ class Scheduler:
                 job.reason = reason
                 continue
             if demand.req_nodes:
-                down = [n for n in demand.req_nodes if n in self.nodes and not self.usable(self.nodes[n])]
+                down = [n for n in demand.req_nodes if n in self.nodes and not self.usable(self.nodes[n], demand.external)]
                 if down:  # as Slurm 22.05 words it; such a job holds back nobody
                     job.reason = f"{REASON_NODES_DOWN}, UnavailableNodes:{','.join(down)}"
                     continue
@@ -532,3 +535,10 @@ class Scheduler:
         for group in groups:  # after every job
             group_pass(self, group, blocked)
         return starts
+
+
+def _external_up(node: Node) -> bool:
+    """A State=EXTERNAL node (core_dynnodes.py) that may take an EXTERNAL_JOB job: it has no
+    plurmd to respond, so only DOWN and DRAIN keep jobs off it (core_external.may_use_node:
+    other jobs never go there, as it never responds)."""
+    return node.dynamic == "external" and not node.down and not node.drain

@@ -129,6 +129,8 @@ class Service:
         for node in self.core.nodes.values():
             if msg.nodes and node.name not in msg.nodes:
                 continue
+            if node.dynamic == "future" and not msg.future and not node.responding and node.boot_time is None:
+                continue  # (a FUTURE node is seen by no command but scontrol -F, as Slurm's)
             record = protocol.to_builtins(node)
             record["state"] = self.core.resv_state(node, self.core.now)  # (+RESERVED: core_resv.py)
             nodes.append(record)
@@ -292,7 +294,7 @@ class Service:
     # ------------------------------------------------------------------ nodes
     def update_node(self, msg: protocol.UpdateNode, who: Identity, now: float) -> dict[str, Any]:
         self.require_admin(who)
-        self._send(self.core.update_nodes(list(msg.nodes), msg.state, msg.reason, who, now))
+        self._send(self.core.update_nodes(list(msg.nodes), msg.state, msg.reason, who, now, msg.comment))
         return {"ok": True}
 
     def reboot_nodes(self, msg: protocol.RebootNodes, who: Identity, now: float) -> dict[str, Any]:
@@ -545,6 +547,8 @@ def parse_job_changes(fields: dict[str, str]) -> JobChanges:
             changes.name = _bounded("name", value)
         elif lowered == "comment":
             changes.comment = _bounded("comment", value)
+        elif lowered == "admincomment":  # (the operators': core_update.py)
+            changes.admin_comment = _bounded("comment", value)
         elif lowered in ("numnodes", "minnodes"):
             low, _, high = value.partition("-")
             changes.nodes = (_int("NumNodes", low, 1), _int("NumNodes", high, 1) if high else None)

@@ -207,6 +207,7 @@ class SlurmConf:
     nodes: dict[str, NodeConf] = field(default_factory=dict)
     partitions: dict[str, PartitionConf] = field(default_factory=dict)
     nodesets: dict[str, list[str]] = field(default_factory=dict)
+    nodeset_features: dict[str, str] = field(default_factory=dict)  # NodeSet=x Feature=f (dynamic nodes join x)
     warnings: list[str] = field(default_factory=list)
     slurmctld_hosts: list[str] = field(default_factory=list)  # every SlurmctldHost, in order
     down_nodes: list[dict[str, str]] = field(default_factory=list)
@@ -388,6 +389,8 @@ class _Builder:
         for rec in self.records:
             if rec.kind == "NodeSet":
                 self.conf.nodesets[rec.name] = self._nodeset(rec)
+                if "Feature" in rec.raw and "Nodes" not in rec.raw:
+                    self.conf.nodeset_features[rec.name] = rec.raw["Feature"]
             elif rec.kind == "DownNodes":
                 expand_hosts(rec.name, rec.loc, "DownNodes")
                 self.conf.down_nodes.append(rec.raw)

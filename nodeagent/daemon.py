@@ -68,11 +68,16 @@ VERSION = "22.05.8"
 class NodeDaemon(ChildrenOfTheNode):
     """The node daemon (its adoption and reaping of the jobs it runs: daemon_children.py)."""
 
-    def __init__(self, conf_file: str, node_name: str) -> None:
+    def __init__(self, conf_file: str, node_name: str, dynamic_conf: str | None = None) -> None:
         from plurm.grammar.slurmconf import load_slurm_conf
 
         self.conf_path = os.path.abspath(conf_file)
         self.conf = load_slurm_conf(self.conf_path)
+        self.dynamic_conf, self.dynamic_line = dynamic_conf, ""  # plurmd -Z (nodeagent/dynamic.py)
+        if dynamic_conf is not None:
+            from plurm.nodeagent.dynamic import add_to_conf
+
+            self.dynamic_line = add_to_conf(self.conf, node_name, dynamic_conf)
         if node_name not in self.conf.nodes:
             raise SystemExit(f"plurmd: error: node {node_name} not found in {self.conf_path}")
         self.name = node_name
@@ -174,6 +179,7 @@ class NodeDaemon(ChildrenOfTheNode):
             "gres_problems": self.accel.problems,
             # per gpu unit, the CPUs local to it: the controller places enforce-binding jobs by it
             "gpu_cpus": gpulocal.unit_local_cpus(self.accel, self.confine, self.node_conf.threads_per_core),
+            "dynamic_conf": self.dynamic_line,
         })
         for report in self.unacked.values():
             self.send_ctld("job_ended", report)

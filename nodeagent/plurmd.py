@@ -36,7 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-L", dest="logfile", help="log file (default: stderr in -D, else SlurmdLogFile)")
     parser.add_argument("-v", action="count", default=0)
     parser.add_argument("--pidfile", help="write the daemon's pid here (default without -D: SlurmdPidFile)")
+    parser.add_argument("-Z", dest="dynamic", action="store_true", help="a dynamic node, not in slurm.conf")
+    parser.add_argument("--conf", dest="dyn_conf", help='with -Z: the node\'s shape ("CPUs=4 RealMemory=2000 ...")')
     args = parser.parse_args(argv)
+    if args.dyn_conf is not None and not args.dynamic:
+        parser.error("--conf is used in conjunction with -Z")
+    dyn_conf = (args.dyn_conf or "") if args.dynamic else None  # (nodeagent/dynamic.py)
     conf = absolute(args.conf or conf_path())  # absolute before anything can change directory
     assert conf is not None
     node = args.node or socket.gethostname().split(".", 1)[0]
@@ -46,19 +51,23 @@ def main(argv: list[str] | None = None) -> int:
                     logfile=absolute(args.logfile), pidfile=absolute(args.pidfile), log=log)
     try:
         start.setup_logging()
-        _prepare(start, conf, node)
+        _prepare(start, conf, node, dyn_conf)
     except StartupError as exc:
         return start.fail(str(exc))
-    return start.start(lambda: NodeDaemon(conf, node))
+    return start.start(lambda: NodeDaemon(conf, node, dyn_conf))
 
 
-def _prepare(start: Startup, conf_file: str, node: str) -> None:
+def _prepare(start: Startup, conf_file: str, node: str, dyn_conf: str | None = None) -> None:
     """What NodeDaemon.__init__ would fail on, checked with the loaders it uses, while the
     admin's terminal is still there to read the message."""
     from plurm.wire import authtype
     from plurm.wire.client import key_path_for
 
     conf = load_or_fail("slurm.conf", lambda: load_slurm_conf(conf_file))
+    if dyn_conf is not None:
+        from plurm.nodeagent import dynamic
+
+        dynamic.check(conf, conf_file, node, dyn_conf)  # (raises StartupError)
     if node not in conf.nodes:
         raise StartupError(f"node {node} not found in {conf_file} (-N names the node)")
     key_path = key_path_for(conf_file)

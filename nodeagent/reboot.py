@@ -71,6 +71,10 @@ def reconfigure(daemon: Any) -> None:
     except (ConfError, OSError) as exc:
         log.error("reconfigure: %s: the running configuration stays", exc)
         return
+    if getattr(daemon, "dynamic_conf", None) is not None and daemon.name not in conf.nodes:
+        from plurm.nodeagent.dynamic import add_to_conf  # (plurmd -Z: the node is none of slurm.conf's)
+
+        add_to_conf(conf, daemon.name, daemon.dynamic_conf)
     node = conf.nodes.get(daemon.name)
     if node is None:
         log.error("reconfigure: node %s is no longer in %s: the running configuration stays", daemon.name,

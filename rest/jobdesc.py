@@ -38,7 +38,9 @@ _INT = {"tasks": "ntasks", "cpus_per_task": "cpus-per-task", "tasks_per_node": "
 _NO_VAL = {"memory_per_node": "mem", "memory_per_cpu": "mem-per-cpu", "priority": "priority"}
 _HANDLED = set(_TEXT) | set(_INT) | set(_NO_VAL) | {
     "script", "environment", "time_limit", "hold", "requeue", "begin_time", "argv", "minimum_nodes",
-    "maximum_nodes", "tres_per_node"}
+    "maximum_nodes", "tres_per_node", "flags", "admin_comment", "shared"}
+# job_desc ``shared`` words -> sbatch's option (slurm-bridge sends ["none"] for an exclusive pod group).
+_SHARED = {"none": "--exclusive", "user": "--exclusive=user", "oversubscribe": "--oversubscribe"}
 
 
 def _no_val(value: Any) -> tuple[bool, int | None]:
@@ -65,10 +67,10 @@ def argv_of(desc: dict[str, Any]) -> tuple[list[str], list[str]]:
     warnings: list[str] = []
     for key, option in _TEXT.items():
         value = desc.get(key)
+        if isinstance(value, list):  # (a csv_string: [] or [""] is no value, as a missing field)
+            value = ",".join(str(v) for v in value if v != "")
         if value is None or value == "":
             continue
-        if isinstance(value, list):
-            value = ",".join(str(v) for v in value)
         if not isinstance(value, (str, int)) or isinstance(value, bool):
             raise JobDescError([f"{key}: expected a string, got {value!r}"])
         args.append(f"--{option}={value}")
@@ -104,6 +106,15 @@ def argv_of(desc: dict[str, Any]) -> tuple[list[str], list[str]]:
     tres = desc.get("tres_per_node")
     if isinstance(tres, str) and tres:
         args.append("--gres=" + ",".join(t.removeprefix("gres/") for t in tres.split(",")))
+    shared = desc.get("shared") or []
+    for word in [shared] if isinstance(shared, str) else shared:
+        if str(word).lower() in _SHARED:
+            args.append(_SHARED[str(word).lower()])
+        else:
+            warnings.append(f"job_desc shared {word} is not acted on by plurm (ignored)")
+    flags = desc.get("flags") or []
+    for flag in sorted({str(f) for f in ([flags] if isinstance(flags, str) else flags)} - {"EXTERNAL_JOB"}):
+        warnings.append(f"job_desc flag {flag} is not acted on by plurm (ignored)")
     for key in sorted(set(desc) - _HANDLED):
         if desc[key] not in (None, "", [], {}, False):
             warnings.append(f"job_desc field {key} is not acted on by plurm (ignored)")
@@ -149,6 +160,10 @@ def submit_body(request: dict[str, Any], user_hint: str) -> tuple[dict[str, Any]
     if not isinstance(desc, dict):
         raise JobDescError(["the request has no \"job\" object"])
     script = desc.get("script") or request.get("script")
+    flags = desc.get("flags") or []
+    external = "EXTERNAL_JOB" in ([flags] if isinstance(flags, str) else flags)
+    if external and not script:  # allocated, never launched (core_external.py): no script to run
+        script = "#!/bin/sh\n"
     if not isinstance(script, str) or not script.strip():
         raise JobDescError(["sbatch: error: Batch script is empty!"])
     args, warnings = argv_of(desc)
@@ -162,9 +177,13 @@ def submit_body(request: dict[str, Any], user_hint: str) -> tuple[dict[str, Any]
     if not hasattr(req, "options"):  # --help, --usage, --version: not a job
         raise JobDescError(["not a job submission"])
     job_argv = desc.get("argv") or []
-    spec = build_spec(req.options, default_name=desc.get("name") or "sbatch", environ=environ, batch=True,
-                      script=req.script_text, script_args=[str(a) for a in job_argv[1:]],
+    spec = build_spec(req.options, default_name=desc.get("name") or "sbatch", environ=environ, batch=not external,
+                      script=None if external else req.script_text, script_args=[str(a) for a in job_argv[1:]],
                       raw_options=req.raw_options)
+    if external:
+        spec["external"] = True
+    if desc.get("admin_comment"):  # (the controller allows operators alone: core_external.py)
+        spec["admin_comment"] = str(desc["admin_comment"])
     warnings.extend(req.warnings)
     ignored = sorted(not_acted_on(spec))
     if ignored:

@@ -21,7 +21,8 @@ from plurm.tools.dataparser import shares as dp_shares
 from plurm.tools.dataparser import values as v
 
 # job_desc field -> scontrol update key (text values)
-_UPDATE_TEXT = {"partition": "Partition", "name": "JobName", "comment": "Comment", "nodes": "NumNodes"}
+_UPDATE_TEXT = {"partition": "Partition", "name": "JobName", "comment": "Comment", "nodes": "NumNodes",
+                "admin_comment": "AdminComment"}
 _UPDATE_INT = {"nice": "Nice", "tasks": "NumTasks", "minimum_nodes": "NumNodes"}
 
 
@@ -151,8 +152,10 @@ async def update_node(ctx: Ctx) -> Result:
         body["state"] = _NODE_STATES[states[0]]
     if reason:
         body["reason"] = reason
+    if isinstance(desc.get("comment"), str):  # (slurm-operator's pod of the node: docs/kubernetes.md)
+        body["comment"] = desc["comment"]
     await ctx.ask("update_node", body, "slurm_update_node")
-    ignored = sorted(k for k in desc if k not in ("state", "reason") and desc[k] not in (None, "", [], {}))
+    ignored = sorted(k for k in desc if k not in ("state", "reason", "comment") and desc[k] not in (None, "", [], {}))
     return {}, [{"description": f"update_node_msg field {k} is not updated by plurm (ignored)",
                  "source": "node/update"} for k in ignored]
 

@@ -265,6 +265,7 @@ def acct_job_row(job: dict, now: float, cluster: str, def_mem_per_cpu: int | Non
         "Reason": job.get("reason", "None"),
         "WorkDir": spec.get("work_dir", "/"),
         "Comment": spec.get("comment") or "",
+        "AdminComment": spec.get("admin_comment") or "",  # (slurm-bridge's pods: docs/kubernetes.md)
         "Constraints": "",
         "Reservation": spec.get("reservation") or "",
         "Suspended": "00:00:00",

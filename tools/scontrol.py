@@ -18,7 +18,7 @@ import sys
 import time
 
 from plurm.common.cli import OptionError, Table, iter_getopt, try_help
-from plurm.tools import scontrol_jobctl, scontrol_resv, scontrol_show, scontrol_token
+from plurm.tools import scontrol_dynnode, scontrol_jobctl, scontrol_resv, scontrol_show, scontrol_token
 
 PROG = "scontrol"
 
@@ -32,7 +32,7 @@ _ENTITIES = ("aliases", "assoc_mgr", "bbstat", "burstbuffer", "config", "daemons
 _JOB_KEYS = {"timelimit": "TimeLimit", "partition": "Partition", "priority": "Priority", "nice": "Nice",
              "jobname": "JobName", "name": "JobName", "comment": "Comment", "numnodes": "NumNodes",
              "minnodes": "NumNodes", "reqnodes": "NumNodes", "numtasks": "NumTasks", "reqprocs": "NumTasks",
-             "reservation": "Reservation"}
+             "reservation": "Reservation", "admincomment": "AdminComment"}
 
 
 class _Exit(Exception):
@@ -48,6 +48,7 @@ class Scontrol:
         self.quiet = False
         self.verbose = 0
         self.all = False
+        self.future = False  # -F/--future: FUTURE nodes too (scontrol_show.show_nodes)
         self.rc = 0
         self.output = None  # --json/--yaml: a plurm.tools.dataparser.emit.Output
         self.cli_output = None  # the one given before the command words (holds for every line)
@@ -84,8 +85,8 @@ class Scontrol:
             "cancel_reboot": self.cmd_cancel_reboot, "reconfigure": self.cmd_reconfigure,
             "listpids": self.cmd_listpids,
             "token": lambda rest: scontrol_token.token(self, rest),
-            "create": lambda rest: scontrol_resv.create(self, rest),
-            "delete": lambda rest: scontrol_resv.delete(self, rest),
+            "create": lambda rest: scontrol_dynnode.create(self, rest) or scontrol_resv.create(self, rest),
+            "delete": lambda rest: scontrol_dynnode.delete(self, rest) or scontrol_resv.delete(self, rest),
         }
         func = table.get(cmd)
         if func is None and len(cmd) >= 3 and "reboot_nodes".startswith(cmd):  # (Slurm's prefix for reboot)
@@ -496,6 +497,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         if key == "a":
             sc.all = True
+        elif key == "F":
+            sc.future = True
         elif key == "d":
             sc.details += 1
         elif key == "o":

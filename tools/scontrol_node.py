@@ -60,6 +60,7 @@ def update_node(sc: Any, pairs: list[tuple[str, str]]) -> None:
     nodes: list[str] = []
     state: str | None = None
     reason: str | None = None
+    comment: str | None = None
     for key, value in pairs:
         lowered = key.lower()
         if lowered in ("nodename", "node"):
@@ -77,18 +78,21 @@ def update_node(sc: Any, pairs: list[tuple[str, str]]) -> None:
                 return
         elif lowered == "reason":
             reason = value
+        elif lowered == "comment":
+            comment = value
         else:
             sc.error(f"Update of this parameter is not supported: {key}={value}")
             sc.error("Request aborted")
             return
-    if state is None and reason is None:
+    if state is None and reason is None and comment is None:
         sc.error("No changes specified")
         return
     if state in ("DRAIN", "DOWN", "FAIL") and not reason:
         sc.error("You must specify a reason when DOWNING or DRAINING a node. Request denied")
         return
     try:
-        sc.request("update_node", {"nodes": nodes, "state": state, "reason": reason})
+        sc.request("update_node", {"nodes": nodes, "state": state, "reason": reason,
+                                   **({"comment": comment} if comment is not None else {})})
     except ClientError as exc:
         sc.error(f"slurm_update error: {exc}")
 

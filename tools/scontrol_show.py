@@ -103,6 +103,8 @@ def show_nodes(sc: Any, rest: list[str]) -> None:
         except HostlistError:
             wanted = [rest[0]]
         body["nodes"] = wanted
+    if getattr(sc, "future", False):
+        body["future"] = True  # (-F: FUTURE nodes too)
     try:
         reply = sc.request("node_info", body)
     except ClientError as exc:

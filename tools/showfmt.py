@@ -369,6 +369,8 @@ def job_lines(job: dict, now: float, details: bool = False, def_mem_per_cpu: int
                  f"Network={spec.get('network') or '(null)'}")
     lines.append(f"Command={_null(spec.get('command'))}")
     lines.append(f"WorkDir={spec.get('work_dir', '/')}")
+    if spec.get("admin_comment"):  # (before Comment=, as 22.05.8 prints it)
+        lines.append(f"AdminComment={spec['admin_comment']} ")
     if spec.get("comment"):
         lines.append(f"Comment={spec['comment']} ")
     if spec.get("batch", True):

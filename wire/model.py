@@ -175,6 +175,9 @@ class JobSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     selinux_context: str | None = None  # --context (no SELinux: kept, not shown)
     batch_features: str | None = None  # --batch: refused at submission (no node_features plugin)
     reboot: bool = False  # --reboot (Reboot=1): its nodes reboot before it runs (core_reboot.py)
+    # area: k8s (issue 16: its fields below this line)
+    external: bool = False  # job flag EXTERNAL_JOB: allocated, never launched, ends when told (core_external.py)
+    admin_comment: str | None = None  # operators only: slurm-bridge keeps the job's pods there
     other_options: dict[str, str] = {}  # accepted, not acted on: shown by scontrol
 
 
@@ -310,6 +313,10 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
     # CoreSpecCount/CPUSpecList (corescheduler/topology.py, area topology): CPUs kept for the
     # system, never given to jobs (scontrol: CPUEfctv = CPUTot minus these).
     cpu_spec_list: list[int] = []
+    # A node not in slurm.conf (corescheduler/core_dynnodes.py): "" static; "norm" (plurmd -Z,
+    # scontrol create without State), "future", "cloud", "external" (no plurmd: never launched on).
+    dynamic: str = ""
+    comment: str | None = None  # scontrol update NodeName= Comment= (slurm-operator keeps its pod there)
 
     @property
     def cpus_effective(self) -> int:
@@ -319,6 +326,8 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
     @property
     def state(self) -> str:
         """Slurm's base state word, with the flags scontrol appends."""
+        if self.dynamic == "external" or self.dynamic and not self.responding and self.boot_time is None:
+            return self._dynamic_state()  # (created at run time, never heard from: core_dynnodes.py)
         if not self.responding and self.boot_time is None:
             base = "UNKNOWN"
         elif self.down:  # (silent, not yet DOWN: its allocation's state with "*", as Slurm's idle*)
@@ -337,9 +346,28 @@ class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
             base += "+REBOOT_ISSUED"
         elif self.reboot:
             base += "+REBOOT_REQUESTED"
+        base += _DYNAMIC_FLAG.get(self.dynamic, "")
         if not self.responding and self.boot_time is not None:
             base += "*"
         return base
+
+    def _dynamic_state(self) -> str:
+        """An External node (allocated to EXTERNAL_JOB jobs only, no plurmd), or a created node
+        whose plurmd has not registered yet: FUTURE, a CLOUD node powered down, DYNAMIC_NORM."""
+        if self.dynamic == "external":
+            base = "DOWN" if self.down else "IDLE" if self.alloc_cpus == 0 else (
+                "ALLOCATED" if self.alloc_cpus >= self.cpus_effective else "MIXED")
+            return base + ("+DRAIN" if self.drain else "") + "+EXTERNAL"
+        drain = "+DRAIN" if self.drain else ""
+        if self.dynamic == "future":
+            return "FUTURE" + drain
+        if self.dynamic == "cloud":
+            return ("DOWN" if self.down else "IDLE") + "+CLOUD" + drain + "+POWERED_DOWN"
+        return ("DOWN" if self.down else "UNKNOWN") + drain + "+DYNAMIC_NORM"
+
+
+# The flag a dynamic node's state carries once its plurmd registered (Slurm's words).
+_DYNAMIC_FLAG = {"norm": "+DYNAMIC_NORM", "cloud": "+CLOUD"}
 
 
 class Partition(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -48,6 +48,7 @@ class JobInfoRequest(Msg):
 class NodeInfoRequest(Msg):
     nodes: list[str] = []
     partitions: list[str] = []
+    future: bool = False  # scontrol -F: FUTURE nodes too (hidden otherwise, as Slurm's SHOW_FUTURE)
 
 
 class CancelJob(Msg):
@@ -91,6 +92,7 @@ class UpdateNode(Msg):
     nodes: list[str]
     state: str | None = None  # DRAIN, RESUME, DOWN, IDLE, UNDRAIN, CANCEL_REBOOT
     reason: str | None = None
+    comment: str | None = None  # Comment= ("" clears it)
 
 
 class RebootNodes(Msg):
@@ -113,6 +115,19 @@ class ReservationRequest(Msg):
 
 class Reconfigure(Msg):
     """scontrol reconfigure: the controller and every plurmd read slurm.conf again."""
+
+
+class CreateNode(Msg):
+    """scontrol create NodeName=..., POST .../new/node/: one node line (slurm.conf's syntax)
+    adds dynamic nodes (corescheduler/core_dynnodes.py)."""
+
+    node_conf: str
+
+
+class DeleteNode(Msg):
+    """scontrol delete NodeName=..., DELETE .../node/{name}: removes dynamic nodes."""
+
+    nodes: list[str]
 
 
 class StepCreate(Msg):
@@ -256,6 +271,9 @@ class NodeRegister(Msg):
     # Per gpu unit: the node CPU indices local to it (gres.conf Cores=, else the device's NUMA
     # node), None where unknown; the controller places --gres-flags=enforce-binding jobs by it.
     gpu_cpus: list[list[int] | None] = []
+    # plurmd -Z: the node line of a node that slurm.conf does not have (NodeName=... CPUs=...
+    # NodeAddr=... Port=...): the controller creates it (corescheduler/dynnodes_shell.py).
+    dynamic_conf: str = ""
 
 
 class NodePing(Msg):
@@ -490,6 +508,8 @@ MESSAGE_TYPES: dict[str, type[Msg]] = {
     "reboot_nodes": RebootNodes,
     "reservation": ReservationRequest,
     "reconfigure": Reconfigure,
+    "create_node": CreateNode,
+    "delete_node": DeleteNode,
     "step_create": StepCreate,
     "step_complete": StepComplete,
     "job_complete": JobComplete,

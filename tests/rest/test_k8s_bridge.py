@@ -212,8 +212,6 @@ BRIDGE_NODE = 'NodeName={} Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 CPUs=4 Re
               'Gres="" GresConf=""'
 
 
-@pytest.mark.xfail(strict=True, reason="GresConf= (gres.conf lines of a dynamic node) is refused by "
-                                       "dynnodes_conf.parse_node_line: remove this mark once it is taken")
 def test_bridge_node_conf_line_is_taken_as_sent(k8s: Rest) -> None:
     token = k8s.token()
     status, body = new_node(k8s, token, BRIDGE_NODE.format("kube-z"))
@@ -223,7 +221,7 @@ def test_bridge_node_conf_line_is_taken_as_sent(k8s: Rest) -> None:
 
 def test_bridge_registers_kubernetes_nodes_external_and_places_pods_there(k8s: Rest) -> None:
     token = k8s.token()
-    status, body = new_node(k8s, token, BRIDGE_NODE.format("kube-a").removesuffix(' GresConf=""'))
+    status, body = new_node(k8s, token, BRIDGE_NODE.format("kube-a"))
     assert status == 200, body
     validate(body, V, "POST", "new/node/")
     try:

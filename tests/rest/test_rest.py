@@ -327,11 +327,12 @@ def test_openapi_document_holds_exactly_the_implemented_paths(rest: Rest) -> Non
                   "qos/", "qos/{qos}"]}
     expected |= {f"/slurm/{v}/resources/{{job_id}}" for v in VERSIONS[1:]}  # (v0.0.44+; requeue: v0.0.45's)
     expected |= {"/slurm/v0.0.45/job/{job_id}/requeue", "/slurm/v0.0.45/jobs/requeue"}
+    expected |= {f"/slurm/{v}/new/node/" for v in VERSIONS[1:]}  # (dynamic nodes: rest/routes_nodes.py)
     assert set(doc["paths"]) == expected
     assert set(doc["paths"]["/slurm/v0.0.44/job/{job_id}"]) == {"get", "delete", "post"}
     assert set(doc["paths"]["/slurm/v0.0.43/reservation/{reservation_name}"]) == {"get", "delete"}
     assert set(doc["paths"]["/slurm/v0.0.45/reservations/"]) == {"get", "post"}
-    assert set(doc["paths"]["/slurm/v0.0.44/node/{node_name}"]) == {"get", "post"}
+    assert set(doc["paths"]["/slurm/v0.0.44/node/{node_name}"]) == {"get", "post", "delete"}
     assert set(doc["paths"]["/slurm/v0.0.44/jobs/"]) == {"get", "delete"}
     assert call(rest.url, "GET", "/openapi/v3")[1] == doc
     assert json.dumps(doc).count("v0.0.42") == 0  # (not served)
@@ -369,4 +370,4 @@ def test_schemathesis_over_the_implemented_paths(rest: Rest) -> None:
 
         run()
         checked.append(f"{operation.method.upper()} {operation.path}")
-    assert len(checked) == 93, checked  # 30 paths and methods (no POST) x 3 versions, resources/ x 2, requeue
+    assert len(checked) == 96, checked  # 31 paths and methods (no POST) x 3 versions, resources/ x 2, requeue

@@ -75,7 +75,7 @@ def job(rec: dict, steps: list[dict], now: float, cluster: str = "",
                                                      if s["step_id"].isdigit() else (3, 0)))
     return {
         "account": spec.get("account") or "",
-        "comment": {"administrator": "", "job": spec.get("comment") or "", "system": ""},
+        "comment": {"administrator": spec.get("admin_comment") or "", "job": spec.get("comment") or "", "system": ""},
         "allocation_nodes": len(nodes),
         "array": {"job_id": array_job or 0,
                   "limits": {"max": {"running": {"tasks": spec.get("array_max_running") or 0}}},

@@ -111,14 +111,14 @@ def job_info(job: dict, now: float, cluster: str = "", def_mem_per_cpu: int | No
     out = {
         "account": spec.get("account") or "",
         "accrue_time": v.seconds(job.get("eligible_time") or (job.get("submit_time") if pending else None)),
-        "admin_comment": "",
+        "admin_comment": spec.get("admin_comment") or "",
         "allocating_node": spec.get("submit_host", ""),
         **_array(job),
         "association_id": 0,
         "batch_features": "",
         "batch_flag": bool(spec.get("batch", True)),
         "batch_host": nodes[0] if nodes and spec.get("batch", True) else "",
-        "flags": [],
+        "flags": ["EXTERNAL_JOB"] if spec.get("external") else [],  # (corescheduler/core_external.py)
         "burst_buffer": "",
         "burst_buffer_state": "",
         "cluster": cluster,

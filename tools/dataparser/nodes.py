@@ -19,7 +19,9 @@ _NODE_FLAGS = {"DRAIN": "DRAIN", "COMPLETING": "COMPLETING", "FAIL": "FAIL", "MA
                "MAINTENANCE": "MAINTENANCE",
                "POWERED_DOWN": "POWERED_DOWN", "REBOOT_REQUESTED": "REBOOT_REQUESTED",
                "REBOOT_ISSUED": "REBOOT_ISSUED", "NOT_RESPONDING": "NOT_RESPONDING",
-               "RESERVED": "RESERVED", "PLANNED": "PLANNED"}
+               "RESERVED": "RESERVED", "PLANNED": "PLANNED",
+               # dynamic nodes (corescheduler/core_dynnodes.py); EXTERNAL from v0.0.44 (versions.py)
+               "EXTERNAL": "EXTERNAL", "DYNAMIC_NORM": "DYNAMIC_NORM", "CLOUD": "CLOUD"}
 _BASE = ("UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ERROR", "MIXED", "FUTURE")
 
 
@@ -101,7 +103,7 @@ def node(rec: dict, cluster: str = "") -> dict:
         "port": rec.get("port", 0),
         "real_memory": rec.get("real_memory", 1),
         "res_cores_per_gpu": 0,
-        "comment": "",
+        "comment": rec.get("comment") or "",
         "reason": rec.get("reason") or "",
         "reason_changed_at": v.seconds(rec.get("reason_time")),
         "reason_set_by_user": (rec.get("reason_user") or "root") if rec.get("reason") else "",

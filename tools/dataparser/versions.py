@@ -85,10 +85,14 @@ def for_version(resp: dict, version: str) -> dict:
                     _drop(step, _ABSENT["step"].get(version, ()))
             else:
                 _drop(job, _ABSENT["job_info"].get(version, ()))
+                if version == _V42 and "EXTERNAL_JOB" in (job.get("flags") or []):  # (a flag of v0.0.43 on)
+                    job["flags"] = [f for f in job["flags"] if f != "EXTERNAL_JOB"]
                 if isinstance(job.get("job_resources"), dict):
                     _select_type(job["job_resources"], version)
     for node in resp.get("nodes", []) if isinstance(resp.get("nodes"), list) else []:
         _drop(node, _ABSENT["node"].get(version, ()))
+        if version in (_V42, _V43) and "EXTERNAL" in (node.get("state") or []):  # (a word of v0.0.44 on)
+            node["state"] = [s for s in node["state"] if s != "EXTERNAL"]
     for part in resp.get("partitions", []) if isinstance(resp.get("partitions"), list) else []:
         _partition(part, version)
     for line in resp.get("sinfo", []) if isinstance(resp.get("sinfo"), list) else []:
