@@ -455,4 +455,6 @@ def _serve(service: Service, ready: Callable[[], None] | None) -> None:
     signal.signal(signal.SIGINT, service.stop)
     if ready:
         ready()
-    service.run()
+    from plurm.common import cpuprofile
+
+    cpuprofile.run(service.run)  # PLURM_CPROFILE=DIR: the loop's CPU profile (common/cpuprofile.py)

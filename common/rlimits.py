@@ -95,9 +95,23 @@ def apply(limits: list[tuple[int, int]]) -> None:
             continue
 
 
+def _changes(which: int, value: int) -> bool:
+    """Whether apply() would change this process's (hence its children's) soft limit."""
+    try:
+        soft, hard = resource.getrlimit(which)
+    except (OSError, ValueError):
+        return True
+    if hard != resource.RLIM_INFINITY and (value == resource.RLIM_INFINITY or value > hard):
+        value = hard
+    return value != soft
+
+
 def preexec(kwargs: Mapping[str, Any], limits: list[tuple[int, int]]) -> dict[str, Any]:
-    """Popen's arguments with ``limits`` applied in the child after its own preexec_fn (if any)."""
+    """Popen's arguments with ``limits`` applied in the child after its own preexec_fn (if any).
+    Limits the child inherits already are left out: with none left and no preexec_fn, Popen
+    starts the child with vfork (issue 17: the submitter's limits are often the node's)."""
     out = dict(kwargs)
+    limits = [(which, value) for which, value in limits if _changes(which, value)]
     if not limits:
         return out
     before: Callable[[], None] | None = out.pop("preexec_fn", None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from plurm.wire import model, protocol
+from plurm.corescheduler import acct_live
 from plurm.corescheduler.core import ClusterCore, parse_task_ids
 from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.identity import Identity
@@ -61,7 +62,8 @@ def query(store: StateStore, core: ClusterCore, msg: protocol.AcctQuery, who: Id
     # Narrow in SQL first (job ids, or the time window); _matches applies every filter.
     ids = [job_id for job_id, _, _ in wanted]
     since = None if wanted else msg.start_time
-    found = list(store.acct_jobs(job_ids=ids or None, since=since))
+    until = {} if wanted or msg.end_time is None else {"until": msg.end_time}  # -E in SQL too (store.py)
+    found = list(store.acct_jobs(job_ids=ids or None, since=since, **until))
     # A hetjob's components have the ids after its leader's (core_hetjob.py): read them too.
     more = [job.job_id + k for job in found if job.job_id in ids and job.spec.het_job_id == job.job_id
             for k in range(1, job.spec.het_size)]
@@ -70,7 +72,8 @@ def query(store: StateStore, core: ClusterCore, msg: protocol.AcctQuery, who: Id
     for job in found:
         if _matches(job, msg, wanted):
             jobs[job.job_id] = job
-    for job in core.jobs.values():
+    live = acct_live.candidates(core, ids, None if wanted else msg.start_time, None if wanted else msg.end_time, jobs)
+    for job in live:  # (not every record in memory: acct_live.py)
         if job.job_id not in jobs and _matches(job, msg, wanted):
             jobs[job.job_id] = job
     if who is not None and "jobs" in core.settings.private_data and not core.privileged(who):

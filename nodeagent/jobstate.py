@@ -30,7 +30,8 @@ import os
 import re
 import signal
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import Any
 
 log = logging.getLogger("plurmd")
@@ -54,6 +55,17 @@ def write_json(path: str, data: dict[str, Any]) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+def _record(obj: Any) -> dict[str, Any]:
+    """A record's fields as json.dumps takes them: a shallow dict (dataclasses.asdict deep-copies
+    every list and dict first, a millisecond per job on plurmd's launch path: issue 17)."""
+    return {name: getattr(obj, name) for name in _field_names(type(obj))}
 
 
 def read_json(path: str) -> dict[str, Any] | None:
@@ -145,7 +157,7 @@ class RunRecord:
     err_path: str = ""  # its error file (slurmstepd's OOM line goes there)
 
     def save(self, run_dir: str) -> None:
-        write_json(os.path.join(run_dir, "job.json"), asdict(self))
+        write_json(os.path.join(run_dir, "job.json"), _record(self))
 
     @classmethod
     def load(cls, run_dir: str) -> RunRecord:
@@ -230,7 +242,7 @@ class StepRecord:
         return os.path.join(runs_dir(spool), f"step{self.job_id}.{self.step_id}.json")
 
     def save(self, spool: str) -> None:
-        write_json(self.path(spool), asdict(self))
+        write_json(self.path(spool), _record(self))
 
     def forget(self, spool: str) -> None:
         try:
@@ -265,8 +277,16 @@ def runs_dir(spool: str) -> str:
 
 
 def run_dir(spool: str, job_id: int, restarts: int, create: bool = True) -> str:
-    path = os.path.join(runs_dir(spool), f"{job_id}.{restarts}")
-    if create:
+    if not create:
+        return os.path.join(spool, RUNS, f"{job_id}.{restarts}")
+    path = os.path.join(spool, RUNS, f"{job_id}.{restarts}")
+    try:  # one mkdir where the parents exist (makedirs: three calls each time, three times a job)
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+    except FileNotFoundError:
+        runs_dir(spool)
         os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 

@@ -25,7 +25,7 @@ AUTH_ERROR = 1011  # SLURM_PROTOCOL_AUTHENTICATION_ERROR: "Protocol authenticati
 ERRNO = {"InvalidJobId": values.ESLURM_INVALID_JOB_ID, "InvalidNodeName": values.ESLURM_INVALID_NODE_NAME,
          "InvalidPartitionName": values.ESLURM_INVALID_PARTITION_NAME, "AccessDenied": 2002,
          "InvalidUserId": 2002, "AuthenticationError": AUTH_ERROR, "ConnectError": 1007, "Timeout": 5004,
-         "InvalidReservation": 2050}
+         "InvalidReservation": 2050, "Busy": 11}  # (Busy: EAGAIN, corescheduler/admission.py)
 NOT_FOUND_CODES = frozenset({"InvalidJobId", "InvalidNodeName", "InvalidPartitionName", "InvalidReservation",
                              "NotFound"})
 

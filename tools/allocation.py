@@ -80,8 +80,12 @@ def allocate(conn: Connection, spec: dict[str, Any], prog: str, immediate: float
         by_controller = immediate == 1 and not components
         if immediate == 1 and components:  # 22.05's slurmctld refuses it before it is a job, free nodes too
             raise AllocationError(f"{prog}: error: Job submit/allocate failed: Job can not start immediately")
+    from plurm.wire.busy_retry import new_key, submit_retrying
+
+    # Busy: Slurm's line, sleep and retry; a timed-out reply: sent again with its key (wire/busy_retry.py)
+    body = {"spec": spec, "key": new_key(), **({"components": components} if components else {})}
     try:
-        reply = conn.request("submit_job", {"spec": spec, **({"components": components} if components else {})})
+        reply = submit_retrying(lambda: conn.request("submit_job", body), prog)
     except ClientError as exc:
         if exc.detail:
             print(f"{prog}: error: {exc.detail}", file=sys.stderr)

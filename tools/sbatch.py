@@ -164,7 +164,11 @@ def main(argv: list[str] | None = None) -> int:
         body = {"spec": spec, "test_only": test_only}
         if components:
             body["components"] = components
-        reply = request("submit_job", body)
+        from plurm.wire.busy_retry import new_key, submit_retrying
+
+        if not test_only:  # a resend after a lost reply returns the job the first made (wire/busy_retry.py)
+            body["key"] = new_key()
+        reply = submit_retrying(lambda: request("submit_job", body))
     except ClientError as exc:
         detail = exc.detail
         if exc.code in ("ConnectError", "Timeout", "ConfigError", "AuthenticationError"):

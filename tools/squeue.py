@@ -415,6 +415,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_iterating(lambda: run_once(opts, source), opts.iterate)
         finally:
             source.close()
+    if not opts.iterate:
+        import gc
+
+        gc.disable()  # one listing and exit: 100,000 acyclic job dicts are not worth the collector's passes
     return run_iterating(lambda: run_once(opts), opts.iterate)
 
 

@@ -434,8 +434,12 @@ _SORT_IGNORED = set("cfhnOdvzHIJbw")
 def sort_jobs(jobs: list[dict], spec: str | None, now: float) -> list[dict]:
     """squeue's order: newest planned start first, then the -S keys (default ``P,t,-p``)
     applied as stable sorts from the last key to the first."""
-    rows = sorted(jobs, key=lambda j: _start_key(j, now), reverse=True)
     spec = DEFAULT_SORT if spec is None else spec
+    if spec == DEFAULT_SORT:  # (the same order in one sort: squeuecols.default_order, issue 17)
+        from plurm.tools.squeuecols import default_order
+
+        return default_order(jobs, now, _start_key, job_state_code)
+    rows = sorted(jobs, key=lambda j: _start_key(j, now), reverse=True)
     for ch, before in sort_keys(spec):
         if ch in _SORT_KEYS:
             fn = _SORT_KEYS[ch]
@@ -520,6 +524,7 @@ def format_jobs(jobs: list[dict], opts: Options, ctx: Context) -> str:
     if opts.jobs:
         rows = select_array_tasks(rows, opts.jobs)
     rows = sort_jobs(rows, opts.sort, ctx.now)
-    for job in expand_rows(rows, opts.array):
-        out.append(format_line(fields, job, ctx))
+    from plurm.tools.squeuecols import format_rows  # (format_line, column by column: issue 17)
+
+    out.extend(format_rows(fields, expand_rows(rows, opts.array), ctx, _field_value))
     return "".join(out)

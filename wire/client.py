@@ -18,6 +18,7 @@ DEFAULT_TIMEOUT_S = 10.0
 # With several SlurmctldHost entries: how long one may take to answer the connection before
 # the next is tried (a paused or cut-off controller accepts in the kernel, then says nothing).
 HANDSHAKE_TIMEOUT_S = 2.0
+LARGE_REPLY = 4 << 20  # bytes: msgspec decodes a reply past this (wire/bigjson.py: its ~15 ms import pays)
 STANDBY_CODE = "StandbyMode"  # a backup in standby (corescheduler/failover.py): try the next
 
 
@@ -376,7 +377,12 @@ class Connection:
         return header, payload
 
     def request(self, msg_type: str, body: dict | bytes) -> dict:
-        return json.loads(self.request_raw(msg_type, body)[1])
+        payload = self.request_raw(msg_type, body)[1]
+        if len(payload) >= LARGE_REPLY:  # (a long job list: msgspec pays for its import there)
+            from plurm.wire.bigjson import loads
+
+            return loads(payload)
+        return json.loads(payload)
 
     def daemon_uids(self) -> frozenset[int]:
         if self._daemons is None:
