@@ -13,8 +13,8 @@ Jobs' ends and cancellations live in core_ends.py, preemption, suspension and re
 in core_preempt.py, ``scontrol requeue/suspend/resume`` in core_requeue.py, node and step
 events in core_nodes.py, ``scontrol update`` in core_update.py, --signal and GraceTime in
 core_signals.py, node administration (drain, down, reboot) in core_nodeadmin.py, ``scontrol
-reconfigure`` in core_reconfig.py (mixins of ``ClusterCore``, one role each); who may do what
-is authz.py.
+reconfigure`` in core_reconfig.py, the periodic tick in core_tick.py (mixins of
+``ClusterCore``, one role each); who may do what is authz.py.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from plurm.corescheduler import authz
 from plurm.corescheduler import effects as fx
 from plurm.corescheduler.accounts import AccountBook
 from plurm.corescheduler.backfill import BackfillParams, schedule_with_backfill
+from plurm.corescheduler.compact import shrink
+from plurm.corescheduler.core_dynnodes import DynamicNodes
 from plurm.corescheduler.core_ends import JobEnds
 from plurm.corescheduler.core_nodeadmin import NodeAdmin
 from plurm.corescheduler.core_nodes import NodeEvents
@@ -38,6 +40,7 @@ from plurm.corescheduler.core_preempt import Preemption
 from plurm.corescheduler.core_reconfig import NodeReconfig
 from plurm.corescheduler.core_requeue import JobControl
 from plurm.corescheduler.core_signals import Signals
+from plurm.corescheduler.core_tick import Ticks
 from plurm.corescheduler.core_update import JobChanges, JobUpdates
 from plurm.corescheduler.dependency import Dependencies, dependency_targets
 from plurm.corescheduler.effects import Outgoing
@@ -46,6 +49,7 @@ from plurm.corescheduler.jobids import parse_task_ids
 from plurm.corescheduler.identity import Identity
 from plurm.corescheduler.preempt import NoPreemption
 from plurm.corescheduler.priority import BasicPriority, ClusterShape, factor_report
+from plurm.corescheduler.tickset import TickSet
 from plurm.corescheduler.scheduler import (
     REASON_BEGIN_TIME,
     REASON_DEP_NEVER,
@@ -65,6 +69,7 @@ from plurm.wire.model import Job, JobSpec, Node, Partition, StepRecord
 log = logging.getLogger("plurmctld")
 
 MAX_JOB_EVENTS = 32
+_HELD_REASON = {"user": REASON_HELD_USER, "admin": REASON_HELD_ADMIN}  # a pass skips held jobs showing it
 
 __all__ = ["ClusterCore", "CoreSettings", "JobChanges", "Outgoing", "RequestError", "parse_task_ids"]
 
@@ -104,7 +109,7 @@ class CoreSettings:
 
 
 class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signals, NodeAdmin, NodeReconfig,
-                  OptionEffects):
+                  OptionEffects, DynamicNodes, Ticks):
     def __init__(self, nodes: dict[str, Node], partitions: dict[str, Partition],
                  settings: CoreSettings | None = None, *, priority_policy: Any = None, preempt_policy: Any = None,
                  accounts: AccountBook | None = None, jobs: Iterable[Job] = (),
@@ -136,6 +141,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
                                   fairshare=lambda job: self.accounts.fairshare(job.spec.account, job.spec.user),
                                   qos=lambda job: self.accounts.qos_priority(job.spec.qos))
         self.jobs: dict[int, Job] = {}
+        self.tickset = TickSet()
         # Final states of jobs no longer in memory that a dependency may still name:
         # job id -> (state, array job id, array task id).  The controller seeds it from
         # accounting (it knows the store); the core adds the jobs it purges.
@@ -153,6 +159,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         self._array_index: dict[int, list[Job]] | None = None  # (_array_members)
         self._array_index_size = 0
         for job in jobs:
+            shrink(job)  # (as at submission: compact.py)
             self.jobs[job.job_id] = job
             if job.state == model.RUNNING or job.completing:
                 self.scheduler.allocate(Allocation.of_job(job))
@@ -202,6 +209,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
     def _save(self, job: Job) -> None:
         self._log_transition(job)
         self._effects.append(fx.SaveJob(job))
+        self.tickset.note(job.job_id)  # (the tick visits changed jobs: tickset.py)
 
     def _save_step(self, step: StepRecord) -> None:
         self._effects.append(fx.SaveAcctStep(step))
@@ -227,11 +235,11 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
             raise RequestError("Invalid job id specified", "InvalidJobId") from None
         if not sep:
             direct = self.jobs.get(job_id)
+            if direct is not None and direct.array_job_id is None:
+                return [direct]  # (before the array index, built over every job: a million, issue 17)
             members = self._array_members(job_id)
             if direct is None and not members:
                 return []
-            if direct is not None and direct.array_job_id is None:
-                return [direct]
             return ([direct] if direct is not None else []) + members
         wanted = parse_task_ids(task)
         found = []
@@ -288,6 +296,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
             raise RequestError("Invalid account or account/partition combination specified", "InvalidAccount")
         self.rest_submit(spec, who)  # --batch refused as without node_features (core_rest.py)
         self.reboot_submit(spec, who)  # --reboot: operators only (core_reboot.py)
+        self.external_submit(spec, who)  # EXTERNAL_JOB: never launched; admin_comment (core_external.py)
         try:
             self.scheduler.validate(spec, partition)
         except SubmitRefused as exc:
@@ -325,6 +334,7 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         # The script and environment live in their own table: keep the job record small.
         spec.script = None
         spec.environment = {}
+        shrink(job)  # shared empty containers and strings: a million jobs in memory (compact.py)
         self._save(job)
         self.need_schedule = True
         return job, warnings
@@ -370,7 +380,8 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
         candidates: list[tuple[Job, Demand]] = []
         # As Slurm: a higher PriorityTier partition's jobs are evaluated first, then by priority.
         tiers = {p.name: p.priority_tier for p in self.partitions.values()}
-        pending = sorted((j for j in self.jobs.values() if j.state == model.PENDING and not j.completing),
+        pending = sorted((j for j in self.jobs.values() if j.state == model.PENDING and not j.completing
+                          and j.reason != _HELD_REASON.get(j.held_by)),  # (held, reason shown: nothing to do)
                          key=lambda j: (-tiers.get(j.partition, 0), -j.priority, j.job_id))
         running_tasks: dict[int, int] = {}
         ready_tasks: dict[int, list[int]] = {}  # array record -> the task ids that may start now, in order
@@ -555,48 +566,3 @@ class ClusterCore(JobEnds, Preemption, JobControl, NodeEvents, JobUpdates, Signa
             rows.append({"job_id": job.job_id, "partition": job.partition, "user": job.spec.user,
                          "user_id": job.spec.user_id, "priority": job.priority, **report})
         return rows
-
-    def tick(self, now: float) -> list[Outgoing]:
-        self._at(now)
-        self.resv_tick(now)  # reservations start and end (core_resv.py)
-        self._mail_time_limits(now)  # TIME_LIMIT_50/80/90 and TIME_LIMIT mail (core_mail.py)
-        out: list[Outgoing] = self.timeprio_tick(now)  # pending jobs past their --deadline (core_timeprio.py)
-        if now >= self.next_priority_calc:
-            self.next_priority_calc = now + self.settings.priority_calc_period
-            self.recompute_priorities(now)
-        if self.need_backfill and now >= self.next_backfill:
-            self.need_backfill = False
-            self.need_schedule = True  # the backfill cycle a busy second postponed
-        referenced: set[int] | None = None
-        for job in list(self.jobs.values()):
-            if job.state == model.RUNNING and job.end_time is not None and job.end_time <= now:
-                if job.cancel_state or job.completing:  # a preemption's GraceTime is over (core_signals.py)
-                    out.extend(self._grace_over(job, now))
-                    continue
-                log.info("job %s reached its time limit", job.job_id)
-                job.cancel_state = model.TIMEOUT
-                if not job.spec.batch:
-                    out.extend(self._finish(job, model.TIMEOUT, now))
-                else:
-                    job.state = model.TIMEOUT
-                    job.completing = True
-                    self._save(job)
-                out.extend(Outgoing(n, "terminate_job", self.terminate_body(job))
-                           for n in job.nodes)
-            elif job.state == model.RUNNING and job.spec.signal is not None:
-                out.extend(self._warn_if_due(job, now))  # --signal (core_signals.py)
-            elif (job.state in model.FINISHED_STATES and not job.completing and job.end_time is not None
-                  and now - job.end_time > self.settings.min_job_age):
-                if referenced is None:
-                    referenced = self.dependencies.referenced_ids()
-                if job.job_id in referenced or job.array_job_id in referenced:
-                    self.archive[job.job_id] = (job.state, job.array_job_id, job.array_task_id)
-                del self.jobs[job.job_id]
-                self._effects.append(fx.DeleteJob(job.job_id))
-            elif job.state == model.PENDING and job.spec.begin_time and job.spec.begin_time <= now \
-                    and job.reason == REASON_BEGIN_TIME:
-                self.need_schedule = True
-        out.extend(self._check_node_liveness(now))
-        out.extend(self.reboots_due(now))
-        return out
-

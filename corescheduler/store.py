@@ -38,6 +38,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS jobs (job_id INTEGER PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS job_scripts (job_id INTEGER PRIMARY KEY, script TEXT, environment BLOB);
+CREATE TABLE IF NOT EXISTS dyn_nodes (name TEXT PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS acct_jobs (
     job_id INTEGER PRIMARY KEY,
     array_job_id INTEGER,
@@ -91,7 +92,12 @@ def _upsert(table: str, columns: str, key: str) -> str:
 _PUT_META = _upsert("meta", "key, value", "key")
 _PUT_JOB = _upsert("jobs", "job_id, data", "job_id")
 _PUT_SCRIPT = _upsert("job_scripts", "job_id, script, environment", "job_id")
-_PUT_ACCT_JOB = _upsert("acct_jobs", "job_id, array_job_id, user_id, end_time, data", "job_id")
+_PUT_ACCT_JOB = _upsert("acct_jobs", "job_id, array_job_id, user_id, end_time, submit_time, data", "job_id")
+# sacct -S/-E in SQL: the submission time beside the end (acct_jobs_window); a store from before
+# the column gets it filled from the records (WINDOW_FILL; store_pg has its own).
+WINDOW_INDEX = "CREATE INDEX IF NOT EXISTS acct_jobs_window ON acct_jobs (end_time, submit_time)"
+WINDOW_FILL = "UPDATE acct_jobs SET submit_time = COALESCE(json_extract(data, '$.submit_time'), 0)"
+
 _PUT_ACCT_STEP = _upsert("acct_steps", "job_id, step_id, data", "job_id, step_id")
 
 
@@ -244,14 +250,16 @@ class SqlStore:
 
     # -- accounting
     def put_acct_job(self, job: Job) -> None:
-        self._run(_PUT_ACCT_JOB, (job.job_id, job.array_job_id, job.spec.user_id, job.end_time, _job_encoder.encode(job)))
+        self._run(_PUT_ACCT_JOB, (job.job_id, job.array_job_id, job.spec.user_id, job.end_time, job.submit_time,
+                                  _job_encoder.encode(job)))
 
     def put_acct_step(self, step: StepRecord) -> None:
         self._run(_PUT_ACCT_STEP, (step.job_id, step.step_id, _job_encoder.encode(step)))
 
     def acct_jobs(self, user_ids: list[int] | None = None, since: float | None = None,
-                  job_ids: list[int] | None = None) -> Iterator[Job]:
-        """Finished jobs; ``job_ids`` match a job or every task of an array."""
+                  job_ids: list[int] | None = None, until: float | None = None) -> Iterator[Job]:
+        """Finished jobs; ``job_ids`` match a job or every task of an array; ``since``/``until``:
+        ended at or after ``since``, submitted at or before ``until`` (sacct -S/-E)."""
         query = "SELECT data FROM acct_jobs"
         clauses: list[str] = []
         params: list[object] = []
@@ -263,11 +271,19 @@ class SqlStore:
         if user_ids:
             clauses.append(f"user_id IN ({','.join('?' * len(user_ids))})")
             params.extend(user_ids)
-        if since is not None:
-            clauses.append("(end_time IS NULL OR end_time >= ?)")
+        if since is not None:  # (a finished job has its end_time: the window's index serves it)
+            clauses.append("end_time >= ?")
             params.append(since)
+        if until is not None:
+            clauses.append("submit_time <= ?")
+            params.append(until)
         if clauses:
-            query += " WHERE " + " AND ".join(clauses)
+            query = query.replace("SELECT data", "SELECT job_id, data") + " WHERE " + " AND ".join(clauses)
+            # Ordered here, not by SQL: ORDER BY job_id makes the planner scan the table.
+            rows = sorted(self._run(query, params).fetchall())
+            for _job_id, data in rows:
+                yield _job_decoder.decode(data)
+            return
         for (data,) in self._run(query + " ORDER BY job_id", params).fetchall():
             yield _job_decoder.decode(data)
 
@@ -323,6 +339,10 @@ class StateStore(SqlStore):
         sync = os.environ.get("PLURM_STORE_SYNC", "NORMAL").upper()
         self._db.execute(f"PRAGMA synchronous={'FULL' if sync == 'FULL' else 'NORMAL'}")
         self._db.executescript(_SCHEMA)
+        if "submit_time" not in {row[1] for row in self._db.execute("PRAGMA table_info(acct_jobs)")}:
+            self._db.execute("ALTER TABLE acct_jobs ADD COLUMN submit_time REAL")  # (a store from before it)
+            self._db.execute(WINDOW_FILL)
+        self._db.execute(WINDOW_INDEX)
         self._check_version()
         self.commit()
 

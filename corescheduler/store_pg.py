@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plurm.corescheduler.store import SCHEMA_VERSION, Fenced, SqlStore, StoreError
+from plurm.corescheduler.store import SCHEMA_VERSION, WINDOW_INDEX, Fenced, SqlStore, StoreError
 
 try:
     import psycopg
@@ -28,6 +28,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS jobs (job_id BIGINT PRIMARY KEY, data BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS job_scripts (job_id BIGINT PRIMARY KEY, script TEXT, environment BYTEA);
+CREATE TABLE IF NOT EXISTS dyn_nodes (name TEXT PRIMARY KEY, data BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS acct_jobs (
     job_id BIGINT PRIMARY KEY,
     array_job_id BIGINT,
@@ -85,10 +86,20 @@ class PgStore(SqlStore):
         try:
             self._run("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
             self._db.execute(_SCHEMA)
+            self._add_window_column()  # (sacct -S/-E in SQL: store.WINDOW_INDEX)
             self._check_version()
             super().commit()
         except (StoreError, psycopg.Error) as exc:
             raise RuntimeError(f"cannot create the tables in {self.location}: {exc}") from None
+
+    def _add_window_column(self) -> None:
+        """acct_jobs.submit_time, filled from the records of a store from before it, and its index."""
+        if not self._run("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()"
+                         " AND table_name = 'acct_jobs' AND column_name = 'submit_time'").fetchone():
+            self._run("ALTER TABLE acct_jobs ADD COLUMN submit_time DOUBLE PRECISION")
+            self._run("UPDATE acct_jobs SET submit_time = "
+                      "COALESCE((convert_from(data, 'UTF8')::jsonb->>'submit_time')::float8, 0)")
+        self._run(WINDOW_INDEX)
 
     def set_timeout(self, timeout_s: float) -> None:
         """SlurmctldTimeout: the lease's length, and how long a stuck session may hold locks."""
