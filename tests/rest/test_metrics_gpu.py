@@ -20,9 +20,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from prometheus_client.openmetrics.parser import text_string_to_metric_families
-
 from plurmtest import Cluster, wait_for
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from resttest import Rest
 
 pytest.importorskip("pynvml")
