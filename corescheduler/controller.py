@@ -47,6 +47,7 @@ from plurm.corescheduler import jwt_auth
 from plurm.corescheduler.effects import Outgoing
 from plurm.corescheduler.errors import RequestError
 from plurm.corescheduler.failover_shell import FailoverShell
+from plurm.corescheduler.gpu_readings import GpuReadings
 from plurm.corescheduler.journal_shell import EventShell
 from plurm.corescheduler.mailer import Mailer
 from plurm.corescheduler.service import Service
@@ -85,6 +86,7 @@ class Controller(FailoverShell):
         self.node_routes: dict[str, bytes] = {}  # node -> routing id its daemon last spoke from
         self.log_limit = RateLimitedLog(log)
         self.stats = Stats(time.time())  # sdiag's counters (stats.py)
+        self.gpu_readings = GpuReadings()  # the nodes' last accelerator readings, for /metrics
         self.admission = Admission.from_conf(self.conf)  # busy refusals under overload (admission.py)
         # Which SlurmctldHost entry this is, the store (SQLite or PostgreSQL) and the lease that
         # makes one controller of several the active one (failover.py, lease.py).
@@ -495,7 +497,9 @@ class Controller(FailoverShell):
         return None
 
     def on_node_ping(self, header: dict, msg: protocol.NodePing, ident: bytes) -> Any:
-        self.service.node_ping(self._node_of(ident, msg.node), msg, time.time())
+        name = self._node_of(ident, msg.node)
+        self.service.node_ping(name, msg, time.time())
+        self.gpu_readings.update(self.core.nodes.get(name), msg.gpu_usage, time.time())
         return None
 
     def on_job_ended(self, header: dict, msg: protocol.JobEnded, ident: bytes) -> Any:

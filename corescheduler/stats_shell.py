@@ -63,4 +63,5 @@ def answer(ctl: Any, header: dict, msg: Any) -> dict[str, Any]:
     reply["cluster"] = ctl.core.cluster_name
     if not getattr(msg, "counters_only", False):
         reply.update(core_stats.aggregates(ctl.core, user_name))
+        reply["gpu_readings"] = ctl.gpu_readings.rows(ctl.core.nodes, now)  # (corescheduler/gpu_readings.py)
     return reply

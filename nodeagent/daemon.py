@@ -185,14 +185,18 @@ class NodeDaemon(ChildrenOfTheNode):
             self.send_ctld("job_ended", report)
 
     def ping(self) -> None:
-        self.send_ctld("node_ping", {
+        body: dict[str, Any] = {
             "node": self.name,
             "running_jobs": self.running_jobs(),
             "runs": self.runs(),
             "cpu_load": os.getloadavg()[0],
             "free_mem": psutil.virtual_memory().available // (1024 * 1024),
             "unhealthy": dict(self.accel.unhealthy),
-        })
+        }
+        gpu_usage = self.accel_work.report.for_ping()  # (once per usage reading: nodeagent/gpu_report.py)
+        if gpu_usage is not None:
+            body["gpu_usage"] = gpu_usage
+        self.send_ctld("node_ping", body)
         for report in self.unacked.values():
             self.send_ctld("job_ended", report)
 

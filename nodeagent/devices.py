@@ -37,9 +37,12 @@ class UsageStats:
         self.mem_sum = 0
 
     def add(self, readings: list[dict[str, Any]]) -> None:
-        # Several gpus: utilisation is their mean, memory their sum, as one job's figures.
-        util = sum(float(r.get("util", 0)) for r in readings) / len(readings)
-        mem = sum(int(r.get("mem_used_mb", 0)) for r in readings)
+        # Several gpus: utilisation is their mean, memory their sum, as one job's figures.  A
+        # reading the board could not give (NVML answers "not supported" on some: None) counts
+        # as nothing rather than failing the sample.
+        known = [float(r["util"]) for r in readings if r.get("util") is not None]
+        util = sum(known) / len(known) if known else 0.0
+        mem = sum(int(r.get("mem_used_mb") or 0) for r in readings)
         self.samples += 1
         self.util_max = max(self.util_max, util)
         self.util_sum += util
@@ -167,6 +170,11 @@ class NodeDevices:
         except Exception:
             log.exception("accelerator usage sampling failed")
             return
+        self.attribute(jobs, usage, report)
+
+    def attribute(self, jobs: dict[int, list[int]], usage: dict[int, UsageStats],
+                  report: dict[str, dict[str, Any]]) -> None:
+        """A usage probe's ``report`` (uuid -> reading) as one sample of each job's gpus."""
         for job_id, units in jobs.items():
             readings = [report[self.devices[i].uuid] for i in units
                         if i < len(self.devices) and self.devices[i].uuid in report]

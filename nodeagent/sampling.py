@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, Callable
 
-from plurm.nodeagent import batch_freq, jobstate, launch, stepusage
+from plurm.nodeagent import batch_freq, gpu_report, jobstate, launch, stepusage
 from plurm.common.stepd_texts import oom_message
 from plurm.nodeagent.confinement import Confinement
 from plurm.nodeagent.tracking import RunningJob
@@ -154,6 +154,7 @@ class AccelWork:
         self.thread: threading.Thread | None = None
         self.next_health = time.monotonic() + health_every_s
         self.next_usage = time.monotonic() + min(usage_every_s, 1.0)
+        self.report = gpu_report.GpuReport(accel)  # every device's reading, for the next ping (/metrics)
 
     def turn(self, jobs: Iterable[RunningJob]) -> None:
         if not self.accel.devices or (self.thread is not None and self.thread.is_alive()):
@@ -165,8 +166,7 @@ class AccelWork:
         elif now >= self.next_usage:
             self.next_usage = now + self.usage_every_s
             held = {job.job_id: list(job.gpus) for job in jobs if job.gpus}
-            if held:
-                self._start(self.accel.sample, (held, self.usage), "accel-usage")
+            self._start(self.report.read, (held, self.usage), "accel-usage")  # (and the jobs' samples)
 
     def _start(self, target: Callable[..., Any], args: tuple, name: str) -> None:
         self.thread = threading.Thread(target=target, args=args, name=name, daemon=True)

@@ -153,7 +153,30 @@ def nodes(s: dict[str, Any]) -> list[Family]:
     families.append(_gauge("plurm_accelerator_devices", "Accelerators the node daemons' backends detected",
                            [(dict(zip(("node", "vendor", "model", "backend", "kind", "health"), k)), v)
                             for k, v in sorted(devices.items())]))
-    return families
+    return families + gpu_usage(s.get("gpu_readings") or [])
+
+
+def gpu_usage(readings: list[dict[str, Any]]) -> list[Family]:
+    """Per GPU, the node daemons' last reading (corescheduler/gpu_readings.py): utilisation as a
+    ratio (nvidia_gpu_exporter's ``nvidia_smi_utilization_gpu_ratio``; dcgm-exporter's
+    DCGM_FI_DEV_GPU_UTIL is that x 100), memory in use in bytes (``nvidia_smi_memory_used_bytes``;
+    DCGM_FI_DEV_FB_USED is MiB) and the reading's age.  No family at all when no reading came."""
+    util: list[Sample] = []
+    mem: list[Sample] = []
+    age: list[Sample] = []
+    for r in readings:
+        labels = {"node": r["node"], "gpu": str(r["gpu"]), "type": r.get("type") or "", "model": r.get("model") or "",
+                  "uuid": r.get("uuid") or ""}
+        if r.get("util") is not None:
+            util.append((labels, min(1.0, max(0.0, float(r["util"]) / 100.0))))
+        if r.get("mem_used_mb") is not None:
+            mem.append((labels, int(r["mem_used_mb"]) * 1024 * 1024))
+        age.append((labels, float(r.get("age_s") or 0.0)))
+    if not age:
+        return []
+    return [_gauge("plurm_node_gpu_utilization_ratio", "Per GPU: time busy over the last sample period (0..1)", util),
+            _gauge("plurm_node_gpu_memory_used_bytes", "Per GPU: device memory in use (bytes)", mem),
+            _gauge("plurm_node_gpu_reading_age_seconds", "Per GPU: age of the last reading plurmd sent", age)]
 
 
 def partitions(s: dict[str, Any]) -> list[Family]:

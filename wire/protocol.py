@@ -276,6 +276,18 @@ class NodeRegister(Msg):
     dynamic_conf: str = ""
 
 
+class GpuReading(Msg):
+    """One accelerator's last usage reading on a node (nodeagent/gpu_report.py), for /metrics."""
+
+    gpu: int  # the node's gpu unit index (its GRES index)
+    uuid: str = ""
+    type: str = ""  # the unit's GRES type (gpu:TYPE), else the model's
+    model: str = ""
+    util: float | None = None  # percent busy, as the vendor library says; None: it cannot tell
+    mem_used_mb: int | None = None
+    age_s: float = 0.0  # how old the reading was when the ping left (no clocks compared)
+
+
 class NodePing(Msg):
     node: str
     running_jobs: list[int] = []
@@ -283,6 +295,9 @@ class NodePing(Msg):
     cpu_load: float | None = None
     free_mem: int | None = None
     unhealthy: dict[str, str] = {}  # accelerator uuid -> reason (XID, ECC, temperature, vanished)
+    # A new reading of the node's accelerators (once per usage interval); None: no new one since
+    # the last ping, []: none could be read (the controller drops the node's last readings).
+    gpu_usage: list[GpuReading] | None = None
 
 
 class JobEnded(Msg):

@@ -368,3 +368,37 @@ def test_gpu_memory_lands_in_accounting(gpu_node: Cluster, tmp_path: Path) -> No
     mem = re.search(r"gres/gpumem=(\d+)M", peak)
     assert mem and int(mem.group(1)) >= 2048, usage  # the device's memory in use: the job's 2 GiB and more
     assert re.search(r"gres/gpuutil=[\d.]+", peak), usage
+
+
+@pytest.mark.timeout(240)
+def test_live_gpu_usage_reaches_the_metrics(gpu_node: Cluster, devices: list[Device], tmp_path: Path) -> None:
+    """Every GPU's reading comes with plurmd's pings into the controller's stats reply (what
+    plurmrestd's /metrics renders: rest/openmetrics.py gpu_usage), and a job's memory shows in it."""
+    from plurm.rest import openmetrics
+
+    rows: list[dict] = []
+
+    def read(check) -> bool:
+        rows[:] = gpu_node.request("stats", {}).get("gpu_readings") or []
+        return bool(check(rows))
+
+    wanted = {d.uuid for d in devices}
+    wait_for(lambda: read(lambda r: {x["uuid"] for x in r} == wanted), timeout=60, what=f"readings of {sorted(wanted)}")
+    print(f"readings: {rows}")
+    total_mb = {d.uuid: d.memory_mb for d in devices}
+    families = {name: samples for name, _, _, samples in openmetrics.gpu_usage(rows)}
+    assert all(0.0 <= v <= 1.0 for _, v in families["plurm_node_gpu_utilization_ratio"]), families
+    for labels, used in families["plurm_node_gpu_memory_used_bytes"]:
+        assert 0 <= used <= (total_mb[labels["uuid"]] or used >> 20) << 20, (labels, used)
+    _need_torch()
+    base = {r["uuid"]: r["mem_used_mb"] or 0 for r in rows}
+    script = tmp_path / "hold_job.py"
+    script.write_text(HOLD_JOB.replace("time.sleep(8)", "time.sleep(30)"))
+    job_id = gpu_node.sbatch("--gres=gpu:1", "--wrap", f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}",
+                             cwd=tmp_path)
+    try:
+        wait_for(lambda: read(lambda r: any((x["mem_used_mb"] or 0) - base.get(x["uuid"], 0) >= 2000 for x in r)),
+                 timeout=150, what=f"job {job_id}'s 2 GiB in the readings")
+        print(f"under job {job_id}: {rows}")
+    finally:
+        gpu_node.run("scancel", str(job_id))
