@@ -22,7 +22,11 @@ Four bounds, each refusing with code ``Busy``:
 * a submission sealed longer ago than MessageTimeout + STALE_SLACK_S (by the header's time, as
   the controller's clock reads it): its client has given up waiting (each resend is sealed
   anew), so recording it would make the job nobody was told of.  The slack allows for clock
-  skew between hosts; a client still waiting is told to retry.
+  skew between hosts; a client still waiting is told to retry.  Only a submission without an
+  idempotency key meets this bound: a keyed one cannot become a second job (a retry is
+  answered with the first), and the header's time is the client's clock -- a host whose
+  clock is behind by more than the slack would otherwise never submit (sbatch, srun and
+  salloc always send a key).
 
 A resubmission whose key names a job already made is never refused: it is answered with that
 job (the answer the client missed).  Bulk submissions (plurm.api's ``submit_jobs``) are one
@@ -101,7 +105,7 @@ class Admission:
         if self.max_job_count and len(jobs) >= self.max_job_count:
             self._refuse()
         if not entry_of_bulk:  # (a bulk message was admitted whole: admit_bulk)
-            self._admit_one(now, age)
+            self._admit_one(now, 0.0 if key is not None else age)
 
     def admit_bulk(self, now: float, age: float = 0.0) -> None:
         """A bulk message: its age, the time budget and the per-turn bound once for the whole

@@ -11,16 +11,21 @@ Sharing is safe only for fields the code replaces rather than changes in place: 
 request (``JobSpec``, which array tasks already share whole) and the allocation lists of a
 pending job (assigned when it starts: ``core._start``).  ``earlier_runs`` and ``events`` are
 appended to, and stay the job's own.  Should any code still change a shared empty container
-in place, the next submission says so loudly (``SharedMutated``) instead of every job
-silently carrying the change.
+in place, the next submission logs it as the bug it is and empties the container again: the
+jobs sharing it were all empty there, so each gets its right value back (the one change
+meant for one job is lost) -- rather than every job carrying the change, or every later
+submission refused.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any
 
 from plurm.wire.model import Job
+
+log = logging.getLogger("plurmctld")
 
 _EMPTY_LIST: list[Any] = []
 _EMPTY_DICT: dict[str, Any] = {}
@@ -34,14 +39,13 @@ _JOB_LISTS = ("array_pending", "nodes", "cpus", "mem", "tasks", "gres_alloc")
 _SPEC_TEXT = ("name", "work_dir", "stdout", "stderr", "submit_host", "account", "qos", "partition", "command")
 
 
-class SharedMutated(RuntimeError):
-    """Some code changed a shared empty container in place (a bug: it must assign a new one)."""
-
-
 def shrink(job: Job) -> None:
     """Share the empty containers and the repeated strings of a just-submitted job."""
     if _EMPTY_LIST or _EMPTY_DICT:
-        raise SharedMutated(f"a shared empty container was changed in place: {_EMPTY_LIST!r} {_EMPTY_DICT!r}")
+        log.error("BUG: a job's shared empty container was changed in place (%r %r): emptied again",
+                  _EMPTY_LIST[:8], dict(list(_EMPTY_DICT.items())[:8]))
+        _EMPTY_LIST.clear()
+        _EMPTY_DICT.clear()
     spec = job.spec
     for name in _SPEC_LISTS:
         value = getattr(spec, name)

@@ -16,9 +16,9 @@ As Slurm:
 
 ``State=EXTERNAL`` (slurm-bridge's Kubernetes nodes): shown by sinfo and scontrol, never
 launched on (no plurmd there, none may register for it: :meth:`node_heard`).  The placement
-rule is core_external.may_use_node: such a node takes EXTERNAL_JOB jobs only; the scheduler
-applies it (scheduler._external_up: an External node never responds, so other jobs never see
-it usable, and an EXTERNAL_JOB job's demand counts it usable unless DOWN or DRAIN).
+rule is scheduler.takes_kind: such a node takes EXTERNAL_JOB jobs only, in every placement and
+submission check (and scheduler._external_up: an EXTERNAL_JOB job's demand counts it usable
+unless DOWN or DRAIN, though it never responds).
 """
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ class DynamicNodes:
             self._pending().gone.discard(node.name)
             log.info("dynamic node %s created (%s, %d CPUs, partitions %s)", node.name, node.dynamic, node.cpus,
                      ",".join(node.partitions) or "none")
+        self.node_admin_dirty = True  # (a name created again starts clean: no old drain or reason)
         self._rebuild()
         return [n.name for n in nodes]
 
@@ -149,6 +150,7 @@ class DynamicNodes:
             self._pending().put.pop(name, None)
             self._pending().gone.add(name)
             log.info("dynamic node %s deleted", name)
+        self.node_admin_dirty = True  # its drain, down, reason and comment leave the store too
         self._rebuild()
 
     def node_heard(self, node: Node) -> None:
@@ -158,10 +160,11 @@ class DynamicNodes:
             raise RequestError(f"Node {node.name} is External: no node daemon registers for it", "NodeIsExternal")
 
     def settle_restored(self) -> None:
-        """After a restart: External nodes have no plurmd to hear from, so SlurmdTimeout
-        never sets them DOWN (the core watches every node it was built with)."""
+        """After a restart: External nodes have no plurmd to hear from, and FUTURE and CLOUD
+        nodes none until one registers, so SlurmdTimeout never sets them DOWN (the core
+        watches every node it was built with)."""
         for node in self.nodes.values():
-            if node.dynamic == "external":
+            if node.dynamic in ("external", "future", "cloud"):
                 self.node_seen.pop(node.name, None)
 
     def take_dynamic_changes(self) -> tuple[list[Node], list[str]] | None:

@@ -13,7 +13,7 @@ An external job is a job with ``spec.batch`` False (as an allocation for salloc/
 end the core already handles: cancel, time limit, no batch step) and ``spec.external`` True;
 the core makes the first follow from the second, whoever built the spec.  Where it may be
 placed: External nodes (``State=External``, core_dynnodes.py) take external jobs only; the
-scheduler asks ``may_use_node``.
+scheduler applies ``scheduler.takes_kind`` (``may_use_node`` is the same rule by job spec).
 """
 
 from __future__ import annotations
@@ -42,8 +42,11 @@ def job_flags(spec: JobSpec) -> list[str]:
 
 def may_use_node(spec: JobSpec, node: Node) -> bool:
     """Whether a job of ``spec`` may be placed on ``node``: an External node (no plurmd: the
-    Kubernetes node slurm-bridge registered) takes external jobs only; other nodes take all."""
-    return spec.external or node.dynamic != "external"
+    Kubernetes node slurm-bridge registered) takes external jobs only; other nodes take all
+    (the scheduler's rule, scheduler.takes_kind, which every placement and submission check uses)."""
+    from plurm.corescheduler.scheduler import takes_kind
+
+    return takes_kind(node, spec.external)
 
 
 class ExternalJobs:

@@ -95,7 +95,7 @@ class Demand:
     wishes: NodeWishes | None = None  # --tmp, --prefer, --spread-job (timeprio_place.py)
     topo: topology.Topology | None = None  # sockets, cores, threads, --mincpus (topology.py)
     enforce_binding: bool = False  # --gres-flags=enforce-binding: CPUs local to the GPUs (gresbind.py)
-    external: bool = False  # EXTERNAL_JOB: State=EXTERNAL nodes are usable too (core_external.may_use_node)
+    external: bool = False  # EXTERNAL_JOB: State=EXTERNAL nodes are usable too (scheduler.takes_kind)
 
 
 def allocation_of(names: list[str], indices: list[int], tasks: list[int], total_cpus: list[int],

@@ -88,11 +88,15 @@ def limits(conf: Any) -> DynamicLimits:
 def merge(conf: Any, nodes: dict[str, Node], partitions: dict[str, Partition], dynamic: Iterable[Node]) -> None:
     """Stored dynamic nodes beside slurm.conf's (one that slurm.conf now defines is dropped:
     the file wins), each in the partitions its rules give it."""
+    import msgspec
+
     rules = limits(conf)
     for node in dynamic:
         if node.name in nodes:
             continue
-        node.partitions = []
+        # A copy: on reconfigure these are the core's live nodes, and a refused reconfigure
+        # must leave them as they were (their partitions shown by sinfo/scontrol).
+        node = msgspec.structs.replace(node, partitions=[])
         nodes[node.name] = node
         for pname in rules.partitions_for(node):
             part = partitions.get(pname)

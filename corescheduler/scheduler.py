@@ -205,6 +205,8 @@ class Scheduler:
         return chosen
 
     def usable(self, node: Node, external: bool = False) -> bool:
+        if not takes_kind(node, external):
+            return False  # (not even when states are ignored: a plain job could never run there)
         return self._ignore_state or (node.responding and not node.down and not node.drain and node.reboot != "issued"
                                       ) or (external and _external_up(node))
 
@@ -217,6 +219,7 @@ class Scheduler:
                tuple(demand.req_nodes), tuple(demand.exc_nodes), tuple(demand.gres),
                demand.constraint.expression if demand.constraint else None, demand.contiguous) + wishes_key(demand)
         key += (demand.topo,) if demand.topo is not None else ()
+        key += ("external",) if demand.external else ()  # (External nodes count for these only)
         known = self._idle_fit.get(key)
         if known is not None:
             return known
@@ -362,8 +365,8 @@ class Scheduler:
             for feature, count in alternative.counts.items():
                 if sum(1 for i in indices if feature in self._features[i]) < count:
                     return None
-        if demand.req_nodes and not {self._index[n] for n in demand.req_nodes}.issubset(indices):
-            return None
+        if demand.req_nodes and not all(n in self._index and self._index[n] in indices for n in demand.req_nodes):
+            return None  # (a named node may have been deleted since: scontrol delete node)
         shaped = topology.whole_cores(self, allocation_of(self._names, indices, tasks, self.total_cpus, demand),
                                       demand) if demand.topo is None \
             else Allocation(*topology.allocation_parts(self, indices, tasks, demand))  # (CR_Core: topology.py)
@@ -434,8 +437,8 @@ class Scheduler:
         order = self._order_cache.get(key)
         if order is None:
             members = self._member_order[partition]
-            if self._ignore_state:
-                order = list(members)
+            if self._ignore_state:  # (External nodes only ever hold EXTERNAL_JOB jobs)
+                order = [i for i, n in zip(members, self._member_nodes[partition]) if takes_kind(n, external)]
             else:
                 order = [i for i, n in zip(members, self._member_nodes[partition])
                          if n.responding and not n.down and not n.drain and n.reboot != "issued"
@@ -514,7 +517,8 @@ class Scheduler:
                 job.reason = reason
                 continue
             if demand.req_nodes:
-                down = [n for n in demand.req_nodes if n in self.nodes and not self.usable(self.nodes[n], demand.external)]
+                down = [n for n in demand.req_nodes  # (a deleted dynamic node is unavailable too)
+                        if n not in self.nodes or not self.usable(self.nodes[n], demand.external)]
                 if down:  # as Slurm 22.05 words it; such a job holds back nobody
                     job.reason = f"{REASON_NODES_DOWN}, UnavailableNodes:{','.join(down)}"
                     continue
@@ -537,8 +541,14 @@ class Scheduler:
         return starts
 
 
+def takes_kind(node: Node, external: bool) -> bool:
+    """The placement rule of State=EXTERNAL nodes (Kubernetes nodes slurm-bridge registers:
+    no plurmd): they take EXTERNAL_JOB jobs only; other nodes take every job."""
+    return external or node.dynamic != "external"
+
+
 def _external_up(node: Node) -> bool:
     """A State=EXTERNAL node (core_dynnodes.py) that may take an EXTERNAL_JOB job: it has no
-    plurmd to respond, so only DOWN and DRAIN keep jobs off it (core_external.may_use_node:
+    plurmd to respond, so only DOWN and DRAIN keep jobs off it (takes_kind:
     other jobs never go there, as it never responds)."""
     return node.dynamic == "external" and not node.down and not node.drain

@@ -121,6 +121,16 @@ def argv_of(desc: dict[str, Any]) -> tuple[list[str], list[str]]:
     return args, warnings
 
 
+def word_list(desc: dict[str, Any], key: str) -> list[str]:
+    """A field the spec gives as a list of enum words (``flags``, ``shared``); one word alone
+    is taken as slurmrestd does.  Anything else is the caller's mistake (400), not ours."""
+    value = desc.get(key) or []
+    words = [value] if isinstance(value, str) else value
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        raise JobDescError([f"job_desc {key} must be a list of strings"])
+    return words
+
+
 def environment_of(desc: dict[str, Any]) -> dict[str, str]:
     env = desc.get("environment") or []
     if isinstance(env, dict):  # (some clients send an object)
@@ -160,8 +170,9 @@ def submit_body(request: dict[str, Any], user_hint: str) -> tuple[dict[str, Any]
     if not isinstance(desc, dict):
         raise JobDescError(["the request has no \"job\" object"])
     script = desc.get("script") or request.get("script")
-    flags = desc.get("flags") or []
-    external = "EXTERNAL_JOB" in ([flags] if isinstance(flags, str) else flags)
+    flags = word_list(desc, "flags")
+    word_list(desc, "shared")  # (checked before argv_of reads it)
+    external = "EXTERNAL_JOB" in flags
     if external and not script:  # allocated, never launched (core_external.py): no script to run
         script = "#!/bin/sh\n"
     if not isinstance(script, str) or not script.strip():

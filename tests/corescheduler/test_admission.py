@@ -63,6 +63,9 @@ def test_a_submission_older_than_its_clients_patience() -> None:
     assert refused(adm, 0.0, {}, sub(), age=16.0)
     with pytest.raises(RequestError):
         adm.admit_bulk(0.0, 16.0)
+    # A keyed submission cannot become a second job: its age (the client's clock, perhaps
+    # behind) does not refuse it -- a host 16 s behind could otherwise never submit.
+    assert not refused(adm, 0.0, {}, sub(key="k1"), age=16.0)
 
 
 def test_known_key_and_test_only_are_never_refused() -> None:

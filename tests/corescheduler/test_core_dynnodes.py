@@ -124,11 +124,15 @@ def test_external_nodes_take_external_jobs_only() -> None:
     service = Service(core)
     _create(core, "NodeName=k1 CPUs=4 RealMemory=4000 State=EXTERNAL")
     assert core.nodes["k1"].state == "IDLE+EXTERNAL"
-    plain = service.submit(protocol.SubmitJob(spec=JobSpec(req_nodes=["k1"], script="#!/bin/sh\n")), ROOT,
-                           T0)["job_id"]
+    # A plain job could never run there: refused at submission, as a job asking for more than
+    # its partition's nodes have (External nodes do not count as capacity for it either).
+    assert _refusal(lambda: service.submit(protocol.SubmitJob(spec=JobSpec(req_nodes=["k1"], script="#!/bin/sh\n")),
+                                           ROOT, T0))[0] == "Requested node configuration is not available"
+    big = JobSpec(nodes_min=3, script="#!/bin/sh\n")  # n1, n2 and k1 would be three nodes
+    assert _refusal(lambda: service.submit(protocol.SubmitJob(spec=big), ROOT, T0))[0] == \
+        "Requested node configuration is not available"
     external = service.submit(protocol.SubmitJob(spec=JobSpec(req_nodes=["k1"], external=True)), ROOT, T0)["job_id"]
     out = core.schedule(T0)
-    assert core.jobs[plain].state == model.PENDING and "k1" in core.jobs[plain].reason
     assert core.jobs[external].state == model.RUNNING and core.jobs[external].nodes == ["k1"]
     assert not [o for o in out if o.node == "k1"]  # nothing is sent to an External node
     assert core.nodes["k1"].state == "MIXED+EXTERNAL"  # (one CPU of four)
@@ -139,3 +143,65 @@ def test_external_nodes_take_external_jobs_only() -> None:
     assert core.jobs[again].state == model.PENDING
     with pytest.raises(RequestError, match="External"):
         core.node_heard(core.nodes["k1"])
+
+
+def test_deleting_a_node_a_pending_job_names_stops_no_pass() -> None:
+    core = _core()
+    service = Service(core)
+    _create(core, "NodeName=d1 CPUs=4 RealMemory=4000")
+    core.nodes["d1"].drain = True  # (so the job naming it waits)
+    named = service.submit(protocol.SubmitJob(spec=JobSpec(req_nodes=["d1"], script="#!/bin/sh\n")), ROOT,
+                           T0)["job_id"]
+    core.schedule(T0)
+    core.delete_nodes(["d1"], T0)
+    other = service.submit(protocol.SubmitJob(spec=JobSpec(script="#!/bin/sh\n")), ROOT, T0)["job_id"]
+    core.schedule(T0)  # (raised KeyError 'd1' in every pass, so no job anywhere started)
+    assert core.jobs[other].state == model.RUNNING
+    assert core.jobs[named].state == model.PENDING and "UnavailableNodes:d1" in core.jobs[named].reason
+
+
+def test_cloud_and_future_nodes_stay_up_across_a_restart_until_a_plurmd_registers() -> None:
+    core = _core()
+    _create(core, "NodeName=c1 CPUs=4 RealMemory=4000 State=CLOUD")
+    _create(core, "NodeName=f1 CPUs=4 RealMemory=4000 State=FUTURE")
+    kept = [dynnodes_conf.stored(n) for n in core.take_dynamic_changes()[0]]
+    again = core_from_conf(parse_slurm_conf_text(CONF), dynamic_nodes=kept, now=T0)
+    again.settle_restored()
+    again.tick(T0 + 3600)  # far past SlurmdTimeout
+    assert (again.nodes["c1"].state, again.nodes["f1"].state) == ("IDLE+CLOUD+POWERED_DOWN", "FUTURE")
+    assert not again.nodes["c1"].down and not again.nodes["f1"].down
+
+
+def test_a_node_created_again_under_a_deleted_name_starts_clean() -> None:
+    core = _core()
+    _create(core, "NodeName=d1 CPUs=4 RealMemory=4000 State=CLOUD")
+    core.update_nodes(["d1"], "DRAIN", "bad disk", ROOT, T0)
+    assert "bad disk" in (core.take_node_admin() or "")
+    core.delete_nodes(["d1"], T0)
+    saved = core.take_node_admin()  # what the store keeps from now on
+    assert saved is not None and "d1" not in saved
+    _create(core, "NodeName=d1 CPUs=4 RealMemory=4000 State=CLOUD")
+    kept = [dynnodes_conf.stored(n) for n in core.take_dynamic_changes()[0]]
+    again = core_from_conf(parse_slurm_conf_text(CONF), dynamic_nodes=kept, now=T0)
+    again.restore_node_admin(saved, T0)
+    assert not again.nodes["d1"].drain and not again.nodes["d1"].reason
+
+
+def test_a_refused_reconfigure_leaves_dynamic_nodes_in_their_partitions() -> None:
+    from plurm.corescheduler.configure import reconfig_parts
+
+    core = _core()
+    service = Service(core)
+    _create(core, "NodeName=d1 CPUs=4 RealMemory=4000")
+    core.nodes["d1"].responding, core.nodes["d1"].boot_time = True, 1.0
+    job_id = service.submit(protocol.SubmitJob(spec=JobSpec(partition="static", script="#!/bin/sh\n")), ROOT,
+                            T0)["job_id"]
+    core.schedule(T0)
+    assert core.jobs[job_id].state == model.RUNNING
+    conf = parse_slurm_conf_text(CONF.replace("PartitionName=static Nodes=n1\n", ""))
+    parts = reconfig_parts(conf)
+    dynnodes_conf.keep_on_reconfigure(core, parts, conf)
+    with pytest.raises(RequestError):
+        core.reconfigure(parts["nodes"], parts["partitions"], parts["settings"], parts["priority_policy"],
+                         parts["preempt_policy"], T0)
+    assert core.nodes["d1"].partitions == ["all"]

@@ -5,6 +5,7 @@ scheduling pass that leaves held jobs alone."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import uuid
 from pathlib import Path
@@ -153,3 +154,19 @@ def test_a_tick_watches_only_jobs_it_may_act_on_and_still_acts() -> None:
     core.settings.min_job_age = 1.0
     core.tick(T0 + 8)  # (before the next full visit at T0 + 31)
     assert held[0] not in core.jobs  # purged after MinJobAge, as a full visit does
+
+
+def test_a_shared_empty_changed_in_place_is_logged_and_emptied_again(caplog: pytest.LogCaptureFixture) -> None:
+    from plurm.corescheduler.compact import shrink
+    from plurm.wire.model import Job, JobSpec
+
+    first, second = Job(job_id=1, spec=JobSpec()), Job(job_id=2, spec=JobSpec())
+    shrink(first)
+    shrink(second)
+    assert first.spec.req_nodes is second.spec.req_nodes  # (one shared empty list)
+    first.spec.req_nodes.append("n1")  # the bug shrink guards against: a change in place
+    assert second.spec.req_nodes == ["n1"]
+    with caplog.at_level(logging.ERROR, logger="plurmctld"):
+        shrink(Job(job_id=3, spec=JobSpec()))  # the next submission is not refused
+    assert "changed in place" in caplog.text
+    assert first.spec.req_nodes == [] and second.spec.req_nodes == []
