@@ -189,6 +189,20 @@ class AccountBook:
             self.qos_by_name.pop(name, None)
         self._changed()
 
+    def delete_association(self, user: str, account: str) -> bool:
+        """``sacctmgr delete user NAME account=A``: that one association, as 22.05.8 does it: the
+        user goes with their last one, and losing the default account's leaves the default
+        empty (checked on the anchor).  False when there was none."""
+        if self.links_by_key.pop((account, user), None) is None:
+            return False
+        record = self.users_by_name.get(user)
+        if not any(key[1] == user for key in self.links_by_key):
+            self.users_by_name.pop(user, None)
+        elif record is not None and record.default_account == account:
+            record.default_account = ""
+        self._changed()
+        return True
+
     # -- queries
     def accounts(self) -> list[dict]:
         return [{"account": a.name, "parent": a.parent, "description": a.description,

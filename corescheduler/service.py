@@ -395,7 +395,11 @@ class Service:
                     book.modify(msg.entity, name, msg.fields, msg.where.get("account"))
             elif msg.action == "delete":
                 for name in msg.names:
-                    book.delete(msg.entity, name)
+                    if msg.entity == "user" and msg.where.get("account"):  # one association, not the user
+                        for account in msg.where["account"].split(","):
+                            book.delete_association(name, account)
+                    else:
+                        book.delete(msg.entity, name)
         except (AssociationError, ValueError) as exc:
             raise RequestError(str(exc), "AssociationError") from None
         if msg.action != "show":

@@ -35,6 +35,7 @@ from plurm.rest.routes_jobctl import JOBCTL_ROUTES
 from plurm.rest.routes_dbmore import DBMORE_ROUTES
 from plurm.rest.routes_dbadd import DBADD_ROUTES
 from plurm.rest.routes_nodes import NODES_ROUTES
+from plurm.rest.routes_assoc import ASSOC_ROUTES
 from plurm.rest import routes_metrics
 from plurm.rest import routes_events
 
@@ -44,6 +45,7 @@ VERSIONS = ["v0.0.43", "v0.0.44", "v0.0.45"]
 ROUTES = BASE_ROUTES + MORE_ROUTES + DB_ROUTES
 ROUTES += ALLOC_ROUTES + RESV_ROUTES + JOBCTL_ROUTES + DBMORE_ROUTES + DBADD_ROUTES  # (issue 16)
 ROUTES += NODES_ROUTES  # dynamic nodes: new/node/, DELETE node/{name} (issue 16 item 6)
+ROUTES += ASSOC_ROUTES  # POST associations/, DELETE association(s)/
 DEFAULT_LISTEN = "127.0.0.1:6820"  # slurmrestd's customary port
 MAX_BODY = 16 * 1024 * 1024  # a job script larger than this is refused (413)
 

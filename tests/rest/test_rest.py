@@ -370,4 +370,4 @@ def test_schemathesis_over_the_implemented_paths(rest: Rest) -> None:
 
         run()
         checked.append(f"{operation.method.upper()} {operation.path}")
-    assert len(checked) == 96, checked  # 31 paths and methods (no POST) x 3 versions, resources/ x 2, requeue
+    assert len(checked) == 102, checked  # 33 paths and methods (no POST) x 3 versions, resources/ x 2, requeue

@@ -182,3 +182,47 @@ def test_post_is_for_operators(book: Rest) -> None:
                           body={"accounts": [{"name": "sneaky"}]})
     assert status != 200 and answer["errors"], answer
     assert "sneaky" not in _listed(book, "account")
+
+
+def _assocs(rest: Rest) -> set[tuple[str, str]]:
+    out = rest.cluster.run("sacctmgr", "-n", "-P", "show", "assoc", "format=account,user", check=True).stdout
+    return {tuple(line.split("|")[:2]) for line in out.splitlines() if line.split("|")[1:2] != [""]}
+
+
+def test_associations_are_added_and_removed_one_at_a_time(book: Rest) -> None:
+    """POST associations/ and DELETE association(s)/ (rest/routes_assoc.py): one user's link to
+    one account, the user and their other links kept -- and ``sacctmgr delete user NAME
+    account=A`` the same (it used to delete the user)."""
+    token = book.token()
+    status, body = call(book.url, "POST", "/slurmdb/v0.0.44/associations/", token, ME,
+                        body={"associations": [{"user": ME, "account": "optics", "comment": "x"}]})
+    assert status == 200, body
+    validate(body, "v0.0.44", "POST", "/slurmdb/{version}/associations/")
+    assert ("optics", ME) in _assocs(book) and ("physics", ME) in _assocs(book)
+    assert any("comment" in w["description"] for w in body["warnings"]), body
+
+    nobody = book.token("username=nobody")
+    status, body = call(book.url, "DELETE", f"/slurmdb/v0.0.44/association/?account=optics&user={ME}", nobody,
+                        "nobody")
+    assert status != 200 and body["errors"], body
+    assert ("optics", ME) in _assocs(book)
+
+    status, body = call(book.url, "DELETE", f"/slurmdb/v0.0.43/association/?account=optics&user={ME}", token, ME)
+    assert status == 200, body
+    validate(body, "v0.0.43", "DELETE", "/slurmdb/{version}/association/")
+    assert len(body["removed_associations"]) == 1 and "A = optics" in body["removed_associations"][0], body
+    assert ("optics", ME) not in _assocs(book) and ("physics", ME) in _assocs(book)
+    assert ME in _listed(book, "user") and ("optics", "nobody") in _assocs(book)
+    status, body = call(book.url, "DELETE", f"/slurmdb/v0.0.45/associations/?account=optics&user={ME}", token, ME)
+    assert status == 404, body
+    for bad in ({"associations": [{"account": "optics"}]}, {"associations": []}, {"nothing": 1}):
+        status, body = call(book.url, "POST", "/slurmdb/v0.0.44/associations/", token, ME, body=bad)
+        assert status == 400 and body["errors"], (bad, body)
+    status, body = call(book.url, "DELETE", "/slurmdb/v0.0.44/associations/?account=optics", token, ME)
+    assert status == 400, body
+
+    run = book.cluster.run
+    run("sacctmgr", "-i", "add", "user", ME, "Account=optics", check=True)
+    assert ("optics", ME) in _assocs(book)
+    run("sacctmgr", "-i", "delete", "user", ME, "Account=optics", check=True)
+    assert ("optics", ME) not in _assocs(book) and ME in _listed(book, "user")
