@@ -124,7 +124,7 @@ class DealerConnection:
             flags, body = self._read_frame()
             if flags & _FLAG_COMMAND:
                 if body.startswith(b"\x04PING") and len(body) >= 7:
-                    self._sock.sendall(_pong(body[7:]))  # echo the ping's context
+                    self._pong(body[7:])  # echo the ping's context
                 continue  # other commands: nothing to do for a one-shot client
             frames.append(body)
             if not flags & _FLAG_MORE:
@@ -168,7 +168,16 @@ class DealerConnection:
             body = bytes(buf[head:head + size])
             del buf[:head + size]
             if body.startswith(b"\x04PING") and len(body) >= 7:
-                self._sock.sendall(_pong(body[7:]))
+                self._pong(body[7:])
+
+    def _pong(self, context: bytes) -> None:
+        """Answer a heartbeat.  A peer that has closed since (a controller dropping a stream's
+        reader sends its reason, then closes) cannot take the answer: what it sent before is
+        still here to read, so that is no error; reading past it reports the end."""
+        try:
+            self._sock.sendall(_pong(context))
+        except OSError:
+            pass
 
     def close(self) -> None:
         self._sock.close()
