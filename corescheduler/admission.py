@@ -54,14 +54,6 @@ STALE_SLACK_S = 5.0  # past MessageTimeout: a submission this old has no client 
 LISTEN_BACKLOG = 4096
 
 
-def _sched_param(sched_params: str, name: str) -> int:
-    for item in sched_params.split(","):
-        key, _, value = item.strip().partition("=")
-        if key.lower() == name and value.isdigit():
-            return int(value)
-    return 0
-
-
 class Admission:
     """Whether this turn may take one more submission (see the module's text)."""
 
@@ -78,6 +70,8 @@ class Admission:
 
     @classmethod
     def from_conf(cls, conf: Any) -> Admission:
+        from plurm.corescheduler.configure import sched_param_int
+
         raw_timeout = conf.get("MessageTimeout")
         try:
             timeout = float(raw_timeout) if raw_timeout else DEFAULT_MESSAGE_TIMEOUT_S
@@ -85,7 +79,7 @@ class Admission:
             timeout = DEFAULT_MESSAGE_TIMEOUT_S
         max_jobs = conf.get("MaxJobCount")
         return cls(max_job_count=int(max_jobs) if max_jobs and max_jobs.isdigit() else 0,
-                   per_turn=_sched_param(conf.get("SchedulerParameters") or "", "max_submit_per_turn"),
+                   per_turn=sched_param_int(conf.get("SchedulerParameters") or "", "max_submit_per_turn", 0),
                    budget_s=max(0.1, timeout * BUDGET_SHARE), stale_s=timeout + STALE_SLACK_S)
 
     def new_turn(self, now: float) -> None:

@@ -47,19 +47,19 @@ def shrink(job: Job) -> None:
         _EMPTY_LIST.clear()
         _EMPTY_DICT.clear()
     spec = job.spec
-    for name in _SPEC_LISTS:
-        value = getattr(spec, name)
-        if not value and value is not _EMPTY_LIST and type(value) is list:
-            setattr(spec, name, _EMPTY_LIST)
-    for name in _SPEC_DICTS:
-        value = getattr(spec, name)
-        if not value and value is not _EMPTY_DICT and type(value) is dict:
-            setattr(spec, name, _EMPTY_DICT)
-    for name in _JOB_LISTS:
-        value = getattr(job, name)
-        if not value and value is not _EMPTY_LIST and type(value) is list:
-            setattr(job, name, _EMPTY_LIST)
+    _share_empty(spec, _SPEC_LISTS, _EMPTY_LIST)
+    _share_empty(spec, _SPEC_DICTS, _EMPTY_DICT)
+    _share_empty(job, _JOB_LISTS, _EMPTY_LIST)
     for name in _SPEC_TEXT:
         value = getattr(spec, name)
         if type(value) is str and len(value) < 256:
             setattr(spec, name, sys.intern(value))
+
+
+def _share_empty(record: Any, names: tuple[str, ...], shared: list[Any] | dict[str, Any]) -> None:
+    """Each of ``names`` left empty, of exactly the shared one's type, becomes the shared one."""
+    kind = type(shared)
+    for name in names:
+        value = getattr(record, name)
+        if not value and value is not shared and type(value) is kind:
+            setattr(record, name, shared)

@@ -142,15 +142,20 @@ def private_data(value: str | None) -> frozenset[str]:
     return frozenset(kinds)
 
 
+def sched_param_int(sched_params: str, name: str, default: int) -> int:
+    """One SchedulerParameters=...,NAME=N,... number (``default`` when absent or not a number)."""
+    for item in sched_params.split(","):
+        key, _, value = item.strip().partition("=")
+        if key.lower() == name and value.isdigit():
+            return int(value)
+    return default
+
+
 def max_script_size(sched_params: str) -> int:
     """SchedulerParameters=max_script_size=N (bytes; 4 MiB when not given)."""
     from plurm.corescheduler.authz import DEFAULT_MAX_SCRIPT_SIZE
 
-    for item in sched_params.split(","):
-        key, _, value = item.strip().partition("=")
-        if key.lower() == "max_script_size" and value.isdigit():
-            return int(value)
-    return DEFAULT_MAX_SCRIPT_SIZE
+    return sched_param_int(sched_params, "max_script_size", DEFAULT_MAX_SCRIPT_SIZE)
 
 
 def decay_half_life(conf: Any) -> float:
