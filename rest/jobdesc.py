@@ -106,14 +106,12 @@ def argv_of(desc: dict[str, Any]) -> tuple[list[str], list[str]]:
     tres = desc.get("tres_per_node")
     if isinstance(tres, str) and tres:
         args.append("--gres=" + ",".join(t.removeprefix("gres/") for t in tres.split(",")))
-    shared = desc.get("shared") or []
-    for word in [shared] if isinstance(shared, str) else shared:
-        if str(word).lower() in _SHARED:
-            args.append(_SHARED[str(word).lower()])
+    for word in word_list(desc, "shared"):
+        if word.lower() in _SHARED:
+            args.append(_SHARED[word.lower()])
         else:
             warnings.append(f"job_desc shared {word} is not acted on by plurm (ignored)")
-    flags = desc.get("flags") or []
-    for flag in sorted({str(f) for f in ([flags] if isinstance(flags, str) else flags)} - {"EXTERNAL_JOB"}):
+    for flag in sorted(set(word_list(desc, "flags")) - {"EXTERNAL_JOB"}):
         warnings.append(f"job_desc flag {flag} is not acted on by plurm (ignored)")
     for key in sorted(set(desc) - _HANDLED):
         if desc[key] not in (None, "", [], {}, False):
@@ -170,9 +168,7 @@ def submit_body(request: dict[str, Any], user_hint: str) -> tuple[dict[str, Any]
     if not isinstance(desc, dict):
         raise JobDescError(["the request has no \"job\" object"])
     script = desc.get("script") or request.get("script")
-    flags = word_list(desc, "flags")
-    word_list(desc, "shared")  # (checked before argv_of reads it)
-    external = "EXTERNAL_JOB" in flags
+    external = "EXTERNAL_JOB" in word_list(desc, "flags")
     if external and not script:  # allocated, never launched (core_external.py): no script to run
         script = "#!/bin/sh\n"
     if not isinstance(script, str) or not script.strip():
